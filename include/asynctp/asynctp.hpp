@@ -1,0 +1,10 @@
+// Umbrella header.
+#pragma once
+
+#include "asynctp/comm.hpp"
+#include "asynctp/cpu.hpp"
+#include "asynctp/error.hpp"
+#include "asynctp/ops.hpp"
+#include "asynctp/options.hpp"
+#include "asynctp/tensor.hpp"
+#include "asynctp/trace.hpp"

@@ -1,0 +1,34 @@
+// A communicator: one rank's handle on a group of ranks that call collective
+// operations together. Every rank of the group must make the same sequence of
+// collective calls with agreeing arguments; asynctp checks the agreement and
+// reports a mismatch on every rank rather than hanging.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "asynctp/options.hpp"
+#include "asynctp/tensor.hpp"
+
+namespace asynctp {
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+  virtual int rank() const noexcept = 0;
+  virtual int world_size() const noexcept = 0;
+  virtual DeviceKind device_kind() const noexcept = 0;
+  virtual const char* backend_name() const noexcept = 0;
+
+  // Backend entry points; users call the free functions of asynctp/ops.hpp.
+  virtual RunInfo plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
+                                               const TensorView& c_out,
+                                               const TensorView* a_gathered_out,
+                                               const Options& options) const = 0;
+  virtual RunInfo fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
+                                          const TensorView& c_out,
+                                          const TensorView* a_gathered_out,
+                                          const Options& options) = 0;
+};
+
+}  // namespace asynctp

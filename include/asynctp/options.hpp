@@ -1,0 +1,58 @@
+// Per-call options. Anything left unset falls back to the ASYNCTP_* environment
+// variable of the same meaning, then to the built-in default (see README).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace asynctp {
+
+class Trace;
+
+enum class Algorithm {
+  automatic,   // the planner chooses (ASYNCTP_ALGO=auto)
+  native,      // persistent GEMM gated on per-chunk signals
+  pipelined,   // per-chunk copies overlapped with per-chunk GEMMs on two lanes
+  decomposed,  // all-gather completes, then one GEMM (the baseline)
+};
+
+const char* to_string(Algorithm algorithm) noexcept;
+// Parses "auto", "native", "pipelined", "decomposed"; throws Error naming
+// `what` (e.g. "ASYNCTP_ALGO" or "--algo") otherwise.
+Algorithm parse_algorithm(const std::string& text, const std::string& what);
+
+// Hooks that perturb the producer, for tests and demonstrations: they let a
+// test delay a chunk, reverse the arrival order, or drop a chunk entirely to
+// exercise the bounded wait. They run on the producer (copy) thread.
+struct ArrivalHooks {
+  // Given the schedule's chunk order (pivot first), returns the order in which
+  // the producer copies. Must be a permutation of `order`.
+  std::function<std::vector<int>(int rank, const std::vector<int>& order)> reorder;
+  // Called before chunk `chunk` is copied on `rank`; may sleep to delay it.
+  std::function<void(int rank, int chunk)> before_copy;
+  // Returns true to never copy or signal `chunk` on `rank`.
+  std::function<bool(int rank, int chunk)> drop;
+};
+
+struct Options {
+  std::optional<Algorithm> algorithm;           // ASYNCTP_ALGO
+  std::optional<std::int64_t> wait_timeout_ms;  // ASYNCTP_WAIT_TIMEOUT_MS
+  std::optional<std::int64_t> tile_m;           // ASYNCTP_TILE_M (native tile rows)
+  std::optional<std::int64_t> tile_n;           // ASYNCTP_TILE_N (native tile columns)
+  Trace* trace = nullptr;                       // records spans when set
+  ArrivalHooks hooks;                           // testing only
+};
+
+// What a call did, for logs and the CLI.
+struct RunInfo {
+  Algorithm algorithm = Algorithm::decomposed;
+  std::int64_t tile_m = 0;
+  std::int64_t tile_n = 0;
+  std::string reason;  // why the planner chose this algorithm
+};
+
+}  // namespace asynctp

@@ -1,0 +1,95 @@
+#include "core/planner.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "asynctp/error.hpp"
+#include "core/validate.hpp"
+
+namespace asynctp::core {
+namespace {
+
+constexpr std::int64_t kNativeDimMultiple = 8;  // 16-byte rows of bf16 for TMA
+
+std::string num(std::int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+std::optional<std::string> native_blocker(const ProblemDesc& problem, const BackendCaps& caps,
+                                          std::int64_t tile_m, std::int64_t tile_n) {
+  if (!caps.native_supported) {
+    return "backend " + caps.name + " has no native kernel (" + caps.native_unsupported_reason +
+           ")";
+  }
+  if (problem.dtype != DType::bf16) {
+    return std::string("native needs bf16, got ") + to_string(problem.dtype);
+  }
+  if (problem.m % tile_m != 0) {
+    return "m per rank (" + num(problem.m) + ") is not a multiple of the native tile M (" +
+           num(tile_m) + "), so a tile would straddle two chunks";
+  }
+  if (problem.n % kNativeDimMultiple != 0) {
+    return "n (" + num(problem.n) + ") is not a multiple of " + num(kNativeDimMultiple);
+  }
+  if (problem.k % kNativeDimMultiple != 0) {
+    return "k (" + num(problem.k) + ") is not a multiple of " + num(kNativeDimMultiple);
+  }
+  std::int64_t elements = 0;
+  if (!checked_element_count(problem.gathered_rows(), std::max(problem.n, problem.k),
+                             &elements) ||
+      elements > kMaxElementsPerTensor) {
+    return "the gathered problem needs 2^31 or more elements per tensor (32-bit indexing)";
+  }
+  (void)tile_n;  // N tiles may be partial: the epilogue clips them
+  return std::nullopt;
+}
+
+Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOptions& options) {
+  const std::int64_t tile_m = options.tile_m.value_or(caps.default_tile_m);
+  const std::int64_t tile_n = options.tile_n.value_or(caps.default_tile_n);
+  const auto blocker = native_blocker(problem, caps, tile_m, tile_n);
+
+  Plan result;
+  switch (options.algorithm) {
+    case Algorithm::native:
+      if (blocker) {
+        throw Error(ErrorCode::unsupported,
+                    "algorithm native was forced but cannot run: " + *blocker +
+                        "; use auto, pipelined or decomposed");
+      }
+      result = {Algorithm::native, tile_m, tile_n, "forced by options or ASYNCTP_ALGO"};
+      return result;
+    case Algorithm::pipelined:
+      result = {Algorithm::pipelined, 0, 0, "forced by options or ASYNCTP_ALGO"};
+      return result;
+    case Algorithm::decomposed:
+      result = {Algorithm::decomposed, 0, 0, "forced by options or ASYNCTP_ALGO"};
+      return result;
+    case Algorithm::automatic:
+      break;
+  }
+
+  if (!blocker) {
+    result = {Algorithm::native, tile_m, tile_n,
+              "bf16, m per rank " + num(problem.m) + " is a multiple of tile M " + num(tile_m) +
+                  ", n and k are multiples of 8, within 32-bit limits"};
+    return result;
+  }
+  if (problem.world_size == 1) {
+    result = {Algorithm::decomposed, 0, 0,
+              "native unavailable (" + *blocker + "); one rank has nothing to overlap"};
+    return result;
+  }
+  if (problem.m < caps.min_pipelined_chunk_rows) {
+    result = {Algorithm::decomposed, 0, 0,
+              "native unavailable (" + *blocker + "); chunks of " + num(problem.m) +
+                  " rows are below " + num(caps.min_pipelined_chunk_rows) +
+                  ", too small for per-chunk GEMMs"};
+    return result;
+  }
+  result = {Algorithm::pipelined, 0, 0,
+            "native unavailable (" + *blocker + "); per-chunk GEMMs overlap the copies"};
+  return result;
+}
+
+}  // namespace asynctp::core

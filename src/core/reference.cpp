@@ -1,0 +1,122 @@
+#include "core/reference.hpp"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "asynctp/error.hpp"
+#include "core/dtype_convert.hpp"
+
+namespace asynctp::core {
+namespace {
+
+constexpr std::uint16_t kPoison16 = 0xffff;  // NaN with every payload bit set
+constexpr std::uint32_t kPoison32 = 0xffffffffu;
+
+bool is_poison(const TensorView& view, std::int64_t row, std::int64_t col) noexcept {
+  const std::int64_t offset = row * view.row_stride + col * view.col_stride;
+  if (view.dtype == DType::fp32) {
+    std::uint32_t bits;
+    std::memcpy(&bits, static_cast<const float*>(view.data) + offset, sizeof bits);
+    return bits == kPoison32;
+  }
+  return static_cast<const std::uint16_t*>(view.data)[offset] == kPoison16;
+}
+
+}  // namespace
+
+std::vector<double> reference_all_gather_matmul(const std::vector<TensorView>& shards,
+                                                const TensorView& b) {
+  if (shards.empty()) throw Error(ErrorCode::invalid_argument, "shards: must not be empty");
+  const std::int64_t k = b.rows;
+  const std::int64_t n = b.cols;
+  std::int64_t total_rows = 0;
+  for (const auto& s : shards) {
+    if (s.cols != k) {
+      throw Error(ErrorCode::invalid_argument, "shards: every shard must have b.rows columns");
+    }
+    total_rows += s.rows;
+  }
+  std::vector<double> a(static_cast<std::size_t>(total_rows * k));
+  std::int64_t row = 0;
+  for (const auto& s : shards) {
+    for (std::int64_t i = 0; i < s.rows; ++i, ++row) {
+      for (std::int64_t j = 0; j < k; ++j) a[row * k + j] = load_as_double(s, i, j);
+    }
+  }
+  std::vector<double> bd(static_cast<std::size_t>(k * n));
+  for (std::int64_t i = 0; i < k; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) bd[i * n + j] = load_as_double(b, i, j);
+  }
+  std::vector<double> c(static_cast<std::size_t>(total_rows * n));
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(total_rows),
+              static_cast<int>(n), static_cast<int>(k), 1.0, a.data(), static_cast<int>(k),
+              bd.data(), static_cast<int>(n), 0.0, c.data(), static_cast<int>(n));
+  return c;
+}
+
+void poison(const TensorView& view) noexcept {
+  for (std::int64_t i = 0; i < view.rows; ++i) {
+    for (std::int64_t j = 0; j < view.cols; ++j) {
+      const std::int64_t offset = i * view.row_stride + j * view.col_stride;
+      if (view.dtype == DType::fp32) {
+        std::memcpy(static_cast<float*>(view.data) + offset, &kPoison32, sizeof kPoison32);
+      } else {
+        static_cast<std::uint16_t*>(view.data)[offset] = kPoison16;
+      }
+    }
+  }
+}
+
+Comparison compare_to_reference(const TensorView& got, const std::vector<double>& reference) {
+  if (static_cast<std::int64_t>(reference.size()) != got.rows * got.cols) {
+    throw Error(ErrorCode::invalid_argument, "reference: size must equal got.rows * got.cols");
+  }
+  Comparison result;
+  double diff2 = 0;
+  double ref2 = 0;
+  for (std::int64_t i = 0; i < got.rows; ++i) {
+    for (std::int64_t j = 0; j < got.cols; ++j) {
+      const double expected = reference[static_cast<std::size_t>(i * got.cols + j)];
+      ref2 += expected * expected;
+      if (is_poison(got, i, j)) ++result.unwritten;
+      const double value = load_as_double(got, i, j);
+      if (!std::isfinite(value)) {
+        ++result.non_finite;
+        continue;
+      }
+      diff2 += (value - expected) * (value - expected);
+    }
+  }
+  result.relative_frobenius_error = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  if (result.non_finite > 0) result.relative_frobenius_error = INFINITY;
+  return result;
+}
+
+bool bitwise_equal_rows(const TensorView& got, std::int64_t got_row_begin,
+                        const TensorView& expected) noexcept {
+  const std::size_t bytes = element_size(got.dtype);
+  for (std::int64_t i = 0; i < expected.rows; ++i) {
+    for (std::int64_t j = 0; j < expected.cols; ++j) {
+      const auto* g = static_cast<const char*>(got.data) +
+                      ((got_row_begin + i) * got.row_stride + j * got.col_stride) * bytes;
+      const auto* e = static_cast<const char*>(expected.data) +
+                      (i * expected.row_stride + j * expected.col_stride) * bytes;
+      if (std::memcmp(g, e, bytes) != 0) return false;
+    }
+  }
+  return true;
+}
+
+double error_tolerance(DType dtype) noexcept {
+  switch (dtype) {
+    // About one output ulp: rounding alone gives ~2^-9/sqrt(3) for bf16.
+    case DType::bf16: return 4e-3;
+    case DType::fp16: return 5e-4;
+    case DType::fp32: return 1e-5;  // fp32 accumulation over long k
+  }
+  return 0;
+}
+
+}  // namespace asynctp::core

@@ -1,0 +1,53 @@
+#include "core/signals.hpp"
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+namespace asynctp::core {
+
+std::string chunk_timeout_message(int rank, int chunk, std::uint32_t flag_value,
+                                  std::uint32_t expected_epoch, std::int64_t timeout_ms) {
+  std::ostringstream s;
+  s << "rank " << rank << ": chunk " << chunk << " (the A shard of rank " << chunk
+    << ") never arrived: its signal read " << flag_value << ", expected epoch " << expected_epoch
+    << " after waiting " << timeout_ms
+    << " ms (ASYNCTP_WAIT_TIMEOUT_MS); the producer of that chunk stalled or a rank left the "
+       "collective";
+  return s.str();
+}
+
+ChunkSignals::ChunkSignals(int chunks)
+    : chunks_(chunks), flags_(std::make_unique<std::atomic<std::uint32_t>[]>(chunks)) {
+  for (int c = 0; c < chunks; ++c) flags_[c].store(0, std::memory_order_relaxed);
+}
+
+void ChunkSignals::release(int chunk, std::uint32_t epoch) noexcept {
+  flags_[chunk].store(epoch, std::memory_order_release);
+}
+
+std::uint32_t ChunkSignals::load(int chunk) const noexcept {
+  return flags_[chunk].load(std::memory_order_acquire);
+}
+
+ChunkSignals::WaitResult ChunkSignals::wait(int chunk, std::uint32_t epoch,
+                                            std::int64_t timeout_ms,
+                                            const std::atomic<bool>* abort) const noexcept {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::chrono::microseconds sleep{1};
+  for (int polls = 0;; ++polls) {
+    if (load(chunk) == epoch) return WaitResult::ready;
+    if (abort != nullptr && abort->load(std::memory_order_relaxed)) return WaitResult::aborted;
+    if (polls < 64) continue;
+    if (Clock::now() >= deadline) return WaitResult::timed_out;
+    if (polls < 128) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(sleep);
+      if (sleep < std::chrono::microseconds(200)) sleep *= 2;
+    }
+  }
+}
+
+}  // namespace asynctp::core

@@ -1,0 +1,47 @@
+// The per-chunk signal protocol. Each chunk of the gathered buffer has a
+// 32-bit flag. Every call advances the caller's epoch; the producer stores the
+// epoch into a chunk's flag (release) after the chunk's data, and a consumer
+// may read the chunk's rows once it loads (acquire) a flag equal to the epoch.
+// Flags from earlier calls hold older epochs and so never look ready, which is
+// why no reset is needed between calls (or between CUDA graph replays).
+// Every wait is bounded and reports which chunk from which rank never came.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace asynctp::core {
+
+// The epoch after `current`. Skips 0, the value fresh flags start at.
+constexpr std::uint32_t next_epoch(std::uint32_t current) noexcept {
+  return current + 1 == 0 ? 1 : current + 1;
+}
+
+// The message of a chunk wait that timed out (shared by every backend).
+std::string chunk_timeout_message(int rank, int chunk, std::uint32_t flag_value,
+                                  std::uint32_t expected_epoch, std::int64_t timeout_ms);
+
+// Host-memory flags for one rank's chunks (CPU backend; host-mapped flags).
+class ChunkSignals {
+ public:
+  explicit ChunkSignals(int chunks);
+
+  int size() const noexcept { return chunks_; }
+  void release(int chunk, std::uint32_t epoch) noexcept;
+  std::uint32_t load(int chunk) const noexcept;
+
+  enum class WaitResult { ready, timed_out, aborted };
+  // Waits until chunk's flag equals epoch, `abort` becomes true, or
+  // timeout_ms elapses. Polls with a growing back-off (spin, yield, sleep),
+  // the CPU analogue of __nanosleep between polls.
+  WaitResult wait(int chunk, std::uint32_t epoch, std::int64_t timeout_ms,
+                  const std::atomic<bool>* abort = nullptr) const noexcept;
+
+ private:
+  int chunks_;
+  std::unique_ptr<std::atomic<std::uint32_t>[]> flags_;
+};
+
+}  // namespace asynctp::core

@@ -1,0 +1,125 @@
+#include "asynctp/trace.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "asynctp/error.hpp"
+
+namespace asynctp {
+namespace {
+
+std::string json_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Trace::Trace() : origin_(Clock::now()) {}
+
+double Trace::now_us() const {
+  return std::chrono::duration<double, std::micro>(Clock::now() - origin_).count();
+}
+
+void Trace::add_span(int rank, const std::string& lane, const std::string& category,
+                     const std::string& name, double begin_us, double end_us,
+                     const std::string& args_json) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  events_.push_back({name, category, rank, lane, begin_us, std::max(0.0, end_us - begin_us),
+                     args_json});
+}
+
+void Trace::add_instant(int rank, const std::string& lane, const std::string& category,
+                        const std::string& name, double at_us, const std::string& args_json) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  events_.push_back({name, category, rank, lane, at_us, -1, args_json});
+}
+
+std::vector<Trace::Event> Trace::events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return events_;
+}
+
+void Trace::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  events_.clear();
+}
+
+std::string Trace::to_chrome_json() const {
+  const std::vector<Event> events = this->events();
+  // Chrome traces need numeric thread ids; number the lanes of each rank in
+  // order of first appearance and name them with metadata events.
+  std::map<std::pair<int, std::string>, int> lane_ids;
+  std::set<int> ranks;
+  for (const Event& e : events) {
+    ranks.insert(e.rank);
+    lane_ids.emplace(std::make_pair(e.rank, e.lane), 0);
+  }
+  std::map<int, int> next_id;
+  for (auto& [key, id] : lane_ids) id = next_id[key.first]++;
+
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(3);
+  out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  bool first = true;
+  auto separator = [&] {
+    if (!first) out << ",\n";
+    first = false;
+  };
+  for (int rank : ranks) {
+    separator();
+    out << "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " << rank
+        << ", \"args\": {\"name\": \"rank " << rank << "\"}}";
+  }
+  for (const auto& [key, id] : lane_ids) {
+    separator();
+    out << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << key.first
+        << ", \"tid\": " << id << ", \"args\": {\"name\": \"" << json_escape(key.second)
+        << "\"}}";
+  }
+  for (const Event& e : events) {
+    separator();
+    const int tid = lane_ids[{e.rank, e.lane}];
+    out << "{\"name\": \"" << json_escape(e.name) << "\", \"cat\": \"" << json_escape(e.category)
+        << "\", \"pid\": " << e.rank << ", \"tid\": " << tid << ", \"ts\": " << e.begin_us;
+    if (e.duration_us >= 0) {
+      out << ", \"ph\": \"X\", \"dur\": " << e.duration_us;
+    } else {
+      out << ", \"ph\": \"i\", \"s\": \"t\"";
+    }
+    out << ", \"args\": {" << e.args_json << "}}";
+  }
+  out << "\n]}\n";
+  return out.str();
+}
+
+void Trace::write_chrome_json(const std::string& path) const {
+  std::ofstream file(path);
+  if (!file) {
+    throw Error(ErrorCode::invalid_argument, "trace path '" + path + "': cannot open for writing");
+  }
+  file << to_chrome_json();
+  if (!file) throw Error(ErrorCode::backend, "trace path '" + path + "': write failed");
+}
+
+}  // namespace asynctp

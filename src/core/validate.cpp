@@ -1,0 +1,161 @@
+#include "core/validate.hpp"
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+
+#include "asynctp/error.hpp"
+
+namespace asynctp::core {
+namespace {
+
+[[noreturn]] void fail(const std::string& argument, const std::string& rule) {
+  throw Error(ErrorCode::invalid_argument, argument + ": " + rule);
+}
+
+std::string shape_of(const TensorView& t) {
+  std::ostringstream s;
+  s << t.rows << "x" << t.cols << " " << to_string(t.dtype) << " strides (" << t.row_stride
+    << ", " << t.col_stride << ")";
+  return s.str();
+}
+
+void check_common(const std::string& name, const TensorView& t, DeviceKind device_kind) {
+  if (t.data == nullptr) fail(name, "data pointer must not be null");
+  if (t.rows <= 0 || t.cols <= 0) {
+    fail(name, "shape must be positive in both dimensions, got " + shape_of(t));
+  }
+  std::int64_t count = 0;
+  if (!checked_element_count(t.rows, t.cols, &count) || count > kMaxElementsPerTensor) {
+    fail(name, "must have fewer than 2^31 elements (32-bit indexing), got " +
+                   std::to_string(t.rows) + "x" + std::to_string(t.cols));
+  }
+  if (reinterpret_cast<std::uintptr_t>(t.data) % kRequiredAlignmentBytes != 0) {
+    fail(name, "data pointer must be 16-byte aligned");
+  }
+  if (t.device.kind != device_kind) {
+    fail(name, std::string("must live on the communicator's device kind (") +
+                   to_string(device_kind) + "), got " + to_string(t.device.kind));
+  }
+}
+
+void check_row_major(const std::string& name, const TensorView& t) {
+  if (!t.is_row_major()) {
+    fail(name, "must be contiguous row-major (col_stride 1, row_stride = cols), got " +
+                   shape_of(t));
+  }
+}
+
+std::uintptr_t end_address(const TensorView& t) {
+  return reinterpret_cast<std::uintptr_t>(t.data) +
+         static_cast<std::uintptr_t>(t.numel()) * element_size(t.dtype);
+}
+
+bool overlaps(const TensorView& x, const TensorView& y) {
+  const auto x0 = reinterpret_cast<std::uintptr_t>(x.data);
+  const auto y0 = reinterpret_cast<std::uintptr_t>(y.data);
+  return x0 < end_address(y) && y0 < end_address(x);
+}
+
+void check_no_overlap(const std::string& out_name, const TensorView& out,
+                      const std::string& in_name, const TensorView& in) {
+  if (overlaps(out, in)) fail(out_name, "must not overlap " + in_name);
+}
+
+}  // namespace
+
+const char* to_string(Layout layout) noexcept {
+  return layout == Layout::row_major ? "row" : "col";
+}
+
+std::string ProblemDesc::to_string() const {
+  std::ostringstream s;
+  s << "W=" << world_size << " m=" << m << " (M=" << gathered_rows() << ") n=" << n
+    << " k=" << k << " " << asynctp::to_string(dtype) << " b=" << core::to_string(b_layout);
+  return s.str();
+}
+
+bool checked_element_count(std::int64_t rows, std::int64_t cols, std::int64_t* count) noexcept {
+  if (rows < 0 || cols < 0) return false;
+  return !__builtin_mul_overflow(rows, cols, count);
+}
+
+ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKind device_kind,
+                                             const TensorView& a_shard, const TensorView& b,
+                                             const TensorView& c_out,
+                                             const TensorView* a_gathered_out) {
+  if (world_size < 1) fail("comm", "world size must be at least 1");
+  if (rank < 0 || rank >= world_size) fail("comm", "rank must lie in [0, world size)");
+
+  check_common("a_shard", a_shard, device_kind);
+  check_common("b", b, device_kind);
+  check_common("c_out", c_out, device_kind);
+  if (a_gathered_out != nullptr) check_common("a_gathered_out", *a_gathered_out, device_kind);
+
+  check_row_major("a_shard", a_shard);
+  check_row_major("c_out", c_out);
+  if (a_gathered_out != nullptr) check_row_major("a_gathered_out", *a_gathered_out);
+  const bool b_row = b.is_row_major();
+  if (!b_row && !b.is_col_major()) {
+    fail("b", "must be contiguous row-major or column-major, got " + shape_of(b));
+  }
+
+  if (b.dtype != a_shard.dtype) {
+    fail("b", std::string("dtype must equal a_shard's (") + to_string(a_shard.dtype) +
+                  "), got " + to_string(b.dtype));
+  }
+  if (c_out.dtype != a_shard.dtype) {
+    fail("c_out", std::string("dtype must equal a_shard's (") + to_string(a_shard.dtype) +
+                      "), got " + to_string(c_out.dtype));
+  }
+  if (a_gathered_out != nullptr && a_gathered_out->dtype != a_shard.dtype) {
+    fail("a_gathered_out", std::string("dtype must equal a_shard's (") +
+                               to_string(a_shard.dtype) + "), got " +
+                               to_string(a_gathered_out->dtype));
+  }
+
+  const std::int64_t m = a_shard.rows;
+  const std::int64_t k = a_shard.cols;
+  const std::int64_t n = b.cols;
+  std::int64_t gathered_rows = 0;
+  if (__builtin_mul_overflow(m, static_cast<std::int64_t>(world_size), &gathered_rows)) {
+    fail("a_shard", "rows times world size overflows");
+  }
+  if (b.rows != k) {
+    fail("b", "rows must equal a_shard's columns (k = " + std::to_string(k) + "), got " +
+                  std::to_string(b.rows));
+  }
+  if (c_out.rows != gathered_rows || c_out.cols != n) {
+    fail("c_out", "shape must be (world_size * m) x n = " + std::to_string(gathered_rows) + "x" +
+                      std::to_string(n) + ", got " + std::to_string(c_out.rows) + "x" +
+                      std::to_string(c_out.cols));
+  }
+  if (a_gathered_out != nullptr &&
+      (a_gathered_out->rows != gathered_rows || a_gathered_out->cols != k)) {
+    fail("a_gathered_out", "shape must be (world_size * m) x k = " +
+                               std::to_string(gathered_rows) + "x" + std::to_string(k) +
+                               ", got " + std::to_string(a_gathered_out->rows) + "x" +
+                               std::to_string(a_gathered_out->cols));
+  }
+
+  check_no_overlap("c_out", c_out, "a_shard", a_shard);
+  check_no_overlap("c_out", c_out, "b", b);
+  if (a_gathered_out != nullptr) {
+    check_no_overlap("a_gathered_out", *a_gathered_out, "a_shard", a_shard);
+    check_no_overlap("a_gathered_out", *a_gathered_out, "b", b);
+    check_no_overlap("a_gathered_out", *a_gathered_out, "c_out", c_out);
+  }
+
+  ProblemDesc problem;
+  problem.world_size = world_size;
+  problem.rank = rank;
+  problem.m = m;
+  problem.n = n;
+  problem.k = k;
+  problem.dtype = a_shard.dtype;
+  problem.b_layout = b_row ? Layout::row_major : Layout::col_major;
+  problem.gathered_out = a_gathered_out != nullptr;
+  return problem;
+}
+
+}  // namespace asynctp::core

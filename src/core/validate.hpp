@@ -1,0 +1,27 @@
+// Argument checks for fused_all_gather_matmul. Pure: reads only the views'
+// metadata (never the data), so it is safe to call before anything is written.
+#pragma once
+
+#include <cstdint>
+
+#include "asynctp/tensor.hpp"
+#include "core/problem.hpp"
+
+namespace asynctp::core {
+
+// 32-bit indexing limit of the GPU kernels, applied to every tensor.
+inline constexpr std::int64_t kMaxElementsPerTensor = (std::int64_t{1} << 31) - 1;
+// TMA and vectorized copies need 16-byte aligned base addresses.
+inline constexpr std::uintptr_t kRequiredAlignmentBytes = 16;
+
+// Throws Error(invalid_argument) naming the argument and the rule it broke.
+ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKind device_kind,
+                                             const TensorView& a_shard, const TensorView& b,
+                                             const TensorView& c_out,
+                                             const TensorView* a_gathered_out);
+
+// rows * cols without overflow; false if the product exceeds int64 or a
+// dimension is negative.
+bool checked_element_count(std::int64_t rows, std::int64_t cols, std::int64_t* count) noexcept;
+
+}  // namespace asynctp::core

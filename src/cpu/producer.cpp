@@ -1,0 +1,61 @@
+#include "cpu/producer.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "asynctp/error.hpp"
+#include "core/schedule.hpp"
+
+namespace asynctp::cpu {
+
+std::vector<int> producer_order(const CallContext& ctx) {
+  const int rank = ctx.problem.rank;
+  std::vector<int> order = core::chunk_order(ctx.problem.world_size, rank);
+  if (ctx.hooks == nullptr || !ctx.hooks->reorder) return order;
+  std::vector<int> custom = ctx.hooks->reorder(rank, order);
+  std::vector<int> sorted_custom = custom;
+  std::vector<int> sorted_order = order;
+  std::sort(sorted_custom.begin(), sorted_custom.end());
+  std::sort(sorted_order.begin(), sorted_order.end());
+  if (sorted_custom != sorted_order) {
+    throw Error(ErrorCode::invalid_argument,
+                "options.hooks.reorder: must return a permutation of the " +
+                    std::to_string(order.size()) + " chunk indices");
+  }
+  return custom;
+}
+
+void run_producer(CallContext& ctx, const std::vector<int>& order) {
+  const int rank = ctx.problem.rank;
+  const std::size_t row_bytes = static_cast<std::size_t>(ctx.problem.k) * element_size(ctx.problem.dtype);
+  const std::size_t chunk_bytes = row_bytes * static_cast<std::size_t>(ctx.problem.m);
+  auto* gathered = static_cast<char*>(ctx.gathered.data);
+  for (int chunk : order) {
+    if (ctx.abort.load(std::memory_order_relaxed)) return;
+    if (ctx.hooks != nullptr && ctx.hooks->before_copy) ctx.hooks->before_copy(rank, chunk);
+    const std::string args = "\"chunk\": " + std::to_string(chunk) +
+                             ", \"source_rank\": " + std::to_string(chunk) +
+                             ", \"epoch\": " + std::to_string(ctx.epoch);
+    if (ctx.hooks != nullptr && ctx.hooks->drop && ctx.hooks->drop(rank, chunk)) {
+      if (ctx.trace) {
+        ctx.trace->add_instant(rank, "producer", "signal", "dropped chunk " + std::to_string(chunk),
+                               ctx.trace->now_us(), args);
+      }
+      continue;
+    }
+    const double begin = ctx.trace ? ctx.trace->now_us() : 0;
+    std::memcpy(gathered + chunk_bytes * static_cast<std::size_t>(chunk),
+                ctx.shards[static_cast<std::size_t>(chunk)].data, chunk_bytes);
+    ctx.signals->release(chunk, ctx.epoch);
+    if (ctx.trace) {
+      const double end = ctx.trace->now_us();
+      ctx.trace->add_span(rank, "producer", "copy", "copy chunk " + std::to_string(chunk), begin,
+                          end, args + ", \"bytes\": " + std::to_string(chunk_bytes));
+      ctx.trace->add_instant(rank, "producer", "signal", "signal chunk " + std::to_string(chunk),
+                             end, args);
+    }
+  }
+}
+
+}  // namespace asynctp::cpu
