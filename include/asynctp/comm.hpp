@@ -26,8 +26,7 @@ class Comm {
                                                const TensorView* a_gathered_out,
                                                const Options& options) const = 0;
   virtual RunInfo fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                          const TensorView& c_out,
-                                          const TensorView* a_gathered_out,
+                                          const TensorView& c_out, const TensorView* a_gathered_out,
                                           const Options& options) = 0;
 };
 

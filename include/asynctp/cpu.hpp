@@ -18,6 +18,9 @@ struct GroupConfig {
   int gemm_workers_per_rank = 0;
 };
 
+// The backend calls OpenBLAS from many threads at once and so sets OpenBLAS
+// to one thread (openblas_set_num_threads(1)) for the whole process when the
+// first Group is made: parallelism comes from the ranks and their workers.
 class Group {
  public:
   // Throws Error if world_size < 1 or gemm_workers_per_rank < 0.

@@ -22,9 +22,12 @@ class Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message);
   ErrorCode code() const noexcept { return code_; }
+  // The message without the "asynctp <code>: " prefix that what() carries.
+  const std::string& detail() const noexcept { return detail_; }
 
  private:
   ErrorCode code_;
+  std::string detail_;
 };
 
 }  // namespace asynctp

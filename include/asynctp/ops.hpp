@@ -26,7 +26,6 @@ namespace asynctp {
 // without communicating or writing anything. Local, not collective.
 RunInfo plan_fused_all_gather_matmul(const Comm& comm, const TensorView& a_shard,
                                      const TensorView& b, const TensorView& c_out,
-                                     const TensorView* a_gathered_out,
-                                     const Options& options = {});
+                                     const TensorView* a_gathered_out, const Options& options = {});
 
 }  // namespace asynctp

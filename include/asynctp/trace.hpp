@@ -20,8 +20,8 @@ class Trace {
     std::string name;
     std::string category;  // "copy", "signal", "gemm", "wait", "call"
     int rank = 0;
-    std::string lane;      // e.g. "producer", "gemm worker 0"
-    double begin_us = 0;   // since the trace's origin
+    std::string lane;         // e.g. "producer", "gemm worker 0"
+    double begin_us = 0;      // since the trace's origin
     double duration_us = -1;  // < 0 marks an instant event
     std::string args_json;    // a JSON object's members, e.g. "\"chunk\": 3"
   };

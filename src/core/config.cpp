@@ -15,9 +15,9 @@ std::int64_t pick(const std::optional<std::int64_t>& from_options, const char* o
                   bool* was_set) {
   if (from_options) {
     if (*from_options <= 0) {
-      throw Error(ErrorCode::invalid_argument,
-                  std::string("options.") + option_name + ": must be a positive integer, got " +
-                      std::to_string(*from_options));
+      throw Error(ErrorCode::invalid_argument, std::string("options.") + option_name +
+                                                   ": must be a positive integer, got " +
+                                                   std::to_string(*from_options));
     }
     *was_set = true;
     return *from_options;
@@ -39,8 +39,8 @@ std::optional<std::int64_t> pick_tile(const std::optional<std::int64_t>& from_op
   if (value % 8 != 0 || value > kMaxTile) {
     throw Error(ErrorCode::invalid_argument,
                 std::string(from_options ? std::string("options.") + option_name : env_name) +
-                    ": tile size must be a multiple of 8 and at most " +
-                    std::to_string(kMaxTile) + ", got " + std::to_string(value));
+                    ": tile size must be a multiple of 8 and at most " + std::to_string(kMaxTile) +
+                    ", got " + std::to_string(value));
   }
   return value;
 }

@@ -73,9 +73,12 @@ std::uint16_t float_to_fp16(float value) noexcept {
 
 double load_as_double(const TensorView& view, std::int64_t row, std::int64_t col) noexcept {
   switch (view.dtype) {
-    case DType::bf16: return bf16_to_float(*element_ptr<const std::uint16_t>(view, row, col));
-    case DType::fp16: return fp16_to_float(*element_ptr<const std::uint16_t>(view, row, col));
-    case DType::fp32: return *element_ptr<const float>(view, row, col);
+    case DType::bf16:
+      return bf16_to_float(*element_ptr<const std::uint16_t>(view, row, col));
+    case DType::fp16:
+      return fp16_to_float(*element_ptr<const std::uint16_t>(view, row, col));
+    case DType::fp32:
+      return *element_ptr<const float>(view, row, col);
   }
   return 0.0;
 }
@@ -83,9 +86,15 @@ double load_as_double(const TensorView& view, std::int64_t row, std::int64_t col
 void store_from_float(const TensorView& view, std::int64_t row, std::int64_t col,
                       float value) noexcept {
   switch (view.dtype) {
-    case DType::bf16: *element_ptr<std::uint16_t>(view, row, col) = float_to_bf16(value); break;
-    case DType::fp16: *element_ptr<std::uint16_t>(view, row, col) = float_to_fp16(value); break;
-    case DType::fp32: *element_ptr<float>(view, row, col) = value; break;
+    case DType::bf16:
+      *element_ptr<std::uint16_t>(view, row, col) = float_to_bf16(value);
+      break;
+    case DType::fp16:
+      *element_ptr<std::uint16_t>(view, row, col) = float_to_fp16(value);
+      break;
+    case DType::fp32:
+      *element_ptr<float>(view, row, col) = value;
+      break;
   }
 }
 
@@ -108,7 +117,8 @@ void rows_to_float(const TensorView& src, std::int64_t row_begin, std::int64_t r
         }
       }
     } else {
-      for (std::int64_t j = 0; j < cols; ++j) out[j] = static_cast<float>(load_as_double(src, r, j));
+      for (std::int64_t j = 0; j < cols; ++j)
+        out[j] = static_cast<float>(load_as_double(src, r, j));
     }
   }
 }

@@ -14,9 +14,12 @@ namespace {
 
 const char* level_name(LogLevel level) {
   switch (level) {
-    case LogLevel::warn: return "WARN";
-    case LogLevel::info: return "INFO";
-    case LogLevel::trace: return "TRACE";
+    case LogLevel::warn:
+      return "WARN";
+    case LogLevel::info:
+      return "INFO";
+    case LogLevel::trace:
+      return "TRACE";
   }
   return "?";
 }
@@ -38,7 +41,9 @@ LogLevel log_level() {
   return level;
 }
 
-bool log_enabled(LogLevel level) { return static_cast<int>(level) <= static_cast<int>(log_level()); }
+bool log_enabled(LogLevel level) {
+  return static_cast<int>(level) <= static_cast<int>(log_level());
+}
 
 void log(LogLevel level, int rank, const std::string& message) {
   if (!log_enabled(level)) return;

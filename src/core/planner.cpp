@@ -35,8 +35,7 @@ std::optional<std::string> native_blocker(const ProblemDesc& problem, const Back
     return "k (" + num(problem.k) + ") is not a multiple of " + num(kNativeDimMultiple);
   }
   std::int64_t elements = 0;
-  if (!checked_element_count(problem.gathered_rows(), std::max(problem.n, problem.k),
-                             &elements) ||
+  if (!checked_element_count(problem.gathered_rows(), std::max(problem.n, problem.k), &elements) ||
       elements > kMaxElementsPerTensor) {
     return "the gathered problem needs 2^31 or more elements per tensor (32-bit indexing)";
   }
@@ -53,9 +52,8 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
   switch (options.algorithm) {
     case Algorithm::native:
       if (blocker) {
-        throw Error(ErrorCode::unsupported,
-                    "algorithm native was forced but cannot run: " + *blocker +
-                        "; use auto, pipelined or decomposed");
+        throw Error(ErrorCode::unsupported, "algorithm native was forced but cannot run: " +
+                                                *blocker + "; use auto, pipelined or decomposed");
       }
       result = {Algorithm::native, tile_m, tile_n, "forced by options or ASYNCTP_ALGO"};
       return result;

@@ -14,10 +14,10 @@
 namespace asynctp::core {
 
 struct BackendCaps {
-  std::string name;                  // e.g. "cpu", "cuda sm_90a"
+  std::string name;  // e.g. "cpu", "cuda sm_90a"
   bool native_supported = false;
   std::string native_unsupported_reason;  // set when !native_supported
-  std::int64_t default_tile_m = 256;  // rows of one native output tile
+  std::int64_t default_tile_m = 256;      // rows of one native output tile
   std::int64_t default_tile_n = 256;
   // Below this many rows per chunk, per-chunk GEMMs are too small to pay for
   // their launch, so pipelined is not chosen automatically.

@@ -112,9 +112,12 @@ bool bitwise_equal_rows(const TensorView& got, std::int64_t got_row_begin,
 double error_tolerance(DType dtype) noexcept {
   switch (dtype) {
     // About one output ulp: rounding alone gives ~2^-9/sqrt(3) for bf16.
-    case DType::bf16: return 4e-3;
-    case DType::fp16: return 5e-4;
-    case DType::fp32: return 1e-5;  // fp32 accumulation over long k
+    case DType::bf16:
+      return 4e-3;
+    case DType::fp16:
+      return 5e-4;
+    case DType::fp32:
+      return 1e-5;  // fp32 accumulation over long k
   }
   return 0;
 }

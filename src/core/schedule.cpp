@@ -17,9 +17,9 @@ TileSchedule::TileSchedule(int world_size, int pivot, std::int64_t m, std::int64
                            std::int64_t tile_m, std::int64_t tile_n)
     : world_size_(world_size), m_(m), n_(n), tile_m_(tile_m), tile_n_(tile_n) {
   if (world_size < 1 || pivot < 0 || pivot >= world_size) {
-    throw Error(ErrorCode::invalid_argument,
-                "schedule: pivot " + std::to_string(pivot) + " must lie in [0, " +
-                    std::to_string(world_size) + ")");
+    throw Error(ErrorCode::invalid_argument, "schedule: pivot " + std::to_string(pivot) +
+                                                 " must lie in [0, " + std::to_string(world_size) +
+                                                 ")");
   }
   if (m <= 0 || n <= 0 || tile_m <= 0 || tile_n <= 0) {
     throw Error(ErrorCode::invalid_argument, "schedule: sizes and tile sizes must be positive");

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <thread>
 
+#include "core/deadline.hpp"
+
 namespace asynctp::core {
 
 std::string chunk_timeout_message(int rank, int chunk, std::uint32_t flag_value,
@@ -30,11 +32,10 @@ std::uint32_t ChunkSignals::load(int chunk) const noexcept {
   return flags_[chunk].load(std::memory_order_acquire);
 }
 
-ChunkSignals::WaitResult ChunkSignals::wait(int chunk, std::uint32_t epoch,
-                                            std::int64_t timeout_ms,
+ChunkSignals::WaitResult ChunkSignals::wait(int chunk, std::uint32_t epoch, std::int64_t timeout_ms,
                                             const std::atomic<bool>* abort) const noexcept {
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline = deadline_after(timeout_ms);
   std::chrono::microseconds sleep{1};
   for (int polls = 0;; ++polls) {
     if (load(chunk) == epoch) return WaitResult::ready;

@@ -16,9 +16,15 @@ std::string json_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -44,8 +50,8 @@ void Trace::add_span(int rank, const std::string& lane, const std::string& categ
                      const std::string& name, double begin_us, double end_us,
                      const std::string& args_json) {
   std::lock_guard<std::mutex> lock(mutex_);
-  events_.push_back({name, category, rank, lane, begin_us, std::max(0.0, end_us - begin_us),
-                     args_json});
+  events_.push_back(
+      {name, category, rank, lane, begin_us, std::max(0.0, end_us - begin_us), args_json});
 }
 
 void Trace::add_instant(int rank, const std::string& lane, const std::string& category,
@@ -69,13 +75,13 @@ std::string Trace::to_chrome_json() const {
   // Chrome traces need numeric thread ids; number the lanes of each rank in
   // order of first appearance and name them with metadata events.
   std::map<std::pair<int, std::string>, int> lane_ids;
+  std::map<int, int> next_id;
   std::set<int> ranks;
   for (const Event& e : events) {
     ranks.insert(e.rank);
-    lane_ids.emplace(std::make_pair(e.rank, e.lane), 0);
+    const auto key = std::make_pair(e.rank, e.lane);
+    if (lane_ids.find(key) == lane_ids.end()) lane_ids.emplace(key, next_id[e.rank]++);
   }
-  std::map<int, int> next_id;
-  for (auto& [key, id] : lane_ids) id = next_id[key.first]++;
 
   std::ostringstream out;
   out.setf(std::ios::fixed);
@@ -94,8 +100,7 @@ std::string Trace::to_chrome_json() const {
   for (const auto& [key, id] : lane_ids) {
     separator();
     out << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << key.first
-        << ", \"tid\": " << id << ", \"args\": {\"name\": \"" << json_escape(key.second)
-        << "\"}}";
+        << ", \"tid\": " << id << ", \"args\": {\"name\": \"" << json_escape(key.second) << "\"}}";
   }
   for (const Event& e : events) {
     separator();

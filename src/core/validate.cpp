@@ -15,8 +15,8 @@ namespace {
 
 std::string shape_of(const TensorView& t) {
   std::ostringstream s;
-  s << t.rows << "x" << t.cols << " " << to_string(t.dtype) << " strides (" << t.row_stride
-    << ", " << t.col_stride << ")";
+  s << t.rows << "x" << t.cols << " " << to_string(t.dtype) << " strides (" << t.row_stride << ", "
+    << t.col_stride << ")";
   return s.str();
 }
 
@@ -41,8 +41,8 @@ void check_common(const std::string& name, const TensorView& t, DeviceKind devic
 
 void check_row_major(const std::string& name, const TensorView& t) {
   if (!t.is_row_major()) {
-    fail(name, "must be contiguous row-major (col_stride 1, row_stride = cols), got " +
-                   shape_of(t));
+    fail(name,
+         "must be contiguous row-major (col_stride 1, row_stride = cols), got " + shape_of(t));
   }
 }
 
@@ -70,8 +70,8 @@ const char* to_string(Layout layout) noexcept {
 
 std::string ProblemDesc::to_string() const {
   std::ostringstream s;
-  s << "W=" << world_size << " m=" << m << " (M=" << gathered_rows() << ") n=" << n
-    << " k=" << k << " " << asynctp::to_string(dtype) << " b=" << core::to_string(b_layout);
+  s << "W=" << world_size << " m=" << m << " (M=" << gathered_rows() << ") n=" << n << " k=" << k
+    << " " << asynctp::to_string(dtype) << " b=" << core::to_string(b_layout);
   return s.str();
 }
 
@@ -101,17 +101,16 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
   }
 
   if (b.dtype != a_shard.dtype) {
-    fail("b", std::string("dtype must equal a_shard's (") + to_string(a_shard.dtype) +
-                  "), got " + to_string(b.dtype));
+    fail("b", std::string("dtype must equal a_shard's (") + to_string(a_shard.dtype) + "), got " +
+                  to_string(b.dtype));
   }
   if (c_out.dtype != a_shard.dtype) {
     fail("c_out", std::string("dtype must equal a_shard's (") + to_string(a_shard.dtype) +
                       "), got " + to_string(c_out.dtype));
   }
   if (a_gathered_out != nullptr && a_gathered_out->dtype != a_shard.dtype) {
-    fail("a_gathered_out", std::string("dtype must equal a_shard's (") +
-                               to_string(a_shard.dtype) + "), got " +
-                               to_string(a_gathered_out->dtype));
+    fail("a_gathered_out", std::string("dtype must equal a_shard's (") + to_string(a_shard.dtype) +
+                               "), got " + to_string(a_gathered_out->dtype));
   }
 
   const std::int64_t m = a_shard.rows;
@@ -132,9 +131,9 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
   }
   if (a_gathered_out != nullptr &&
       (a_gathered_out->rows != gathered_rows || a_gathered_out->cols != k)) {
-    fail("a_gathered_out", "shape must be (world_size * m) x k = " +
-                               std::to_string(gathered_rows) + "x" + std::to_string(k) +
-                               ", got " + std::to_string(a_gathered_out->rows) + "x" +
+    fail("a_gathered_out", "shape must be (world_size * m) x k = " + std::to_string(gathered_rows) +
+                               "x" + std::to_string(k) + ", got " +
+                               std::to_string(a_gathered_out->rows) + "x" +
                                std::to_string(a_gathered_out->cols));
   }
 

@@ -1,31 +1,39 @@
 #include "cpu/algorithms.hpp"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace asynctp::cpu {
 namespace {
 
 std::string lane_name(int member) { return "gemm worker " + std::to_string(member); }
 
-// Records a span for a block of GEMM work when tracing.
+// Records a span for a block of GEMM work when tracing; the span's text is
+// only built when a trace is being recorded.
 class GemmSpan {
  public:
-  GemmSpan(CallContext& ctx, int member, std::string name, std::string args)
-      : ctx_(ctx), member_(member), name_(std::move(name)), args_(std::move(args)),
-        begin_(ctx.trace ? ctx.trace->now_us() : 0) {}
-  ~GemmSpan() {
-    if (ctx_.trace) {
-      ctx_.trace->add_span(ctx_.problem.rank, lane_name(member_), "gemm", name_, begin_,
-                           ctx_.trace->now_us(), args_);
-    }
+  GemmSpan(CallContext& ctx, int member) : ctx_(ctx), member_(member) {
+    if (ctx_.trace) begin_ = ctx_.trace->now_us();
+  }
+  template <typename Describe>
+  void finish(Describe describe) {
+    if (!ctx_.trace) return;
+    auto [name, args] = describe();
+    ctx_.trace->add_span(ctx_.problem.rank, lane_name(member_), "gemm", name, begin_,
+                         ctx_.trace->now_us(), args);
   }
 
  private:
   CallContext& ctx_;
   int member_;
-  std::string name_, args_;
-  double begin_;
+  double begin_ = 0;
 };
+
+std::string range_json(const char* key, std::int64_t begin, std::int64_t end) {
+  return std::string("\"") + key + "\": [" + std::to_string(begin) + ", " + std::to_string(end) +
+         "]";
+}
 
 // Persistent workers take output tiles in schedule order from a shared
 // cursor, as the persistent CTAs do, and gate each tile on its chunk.
@@ -40,13 +48,15 @@ void native_member(CallContext& ctx, GemmPlan& plan, int member, GemmScratch& sc
       if (!ctx.acquire_chunk(tile.chunk, lane)) return;
       ready_chunk = tile.chunk;
     }
-    GemmSpan span(ctx, member, "chunk " + std::to_string(tile.chunk),
-                  "\"chunk\": " + std::to_string(tile.chunk) + ", \"rows\": [" +
-                      std::to_string(tile.row_begin) + ", " + std::to_string(tile.row_end) +
-                      "], \"cols\": [" + std::to_string(tile.col_begin) + ", " +
-                      std::to_string(tile.col_end) + "]");
+    GemmSpan span(ctx, member);
     gemm_rows(ctx.gathered, ctx.b32, ctx.c_out, tile.row_begin, tile.row_end, tile.col_begin,
               tile.col_end, scratch);
+    span.finish([&] {
+      return std::pair{"chunk " + std::to_string(tile.chunk),
+                       "\"chunk\": " + std::to_string(tile.chunk) + ", " +
+                           range_json("rows", tile.row_begin, tile.row_end) + ", " +
+                           range_json("cols", tile.col_begin, tile.col_end)};
+    });
   }
 }
 
@@ -58,7 +68,7 @@ void pipelined_member(CallContext& ctx, int member, int members, GemmScratch& sc
   const int lane_members = (members - lane + lanes - 1) / lanes;
   const int index_in_lane = member / lanes;
   const auto lane_label = lane_name(member);
-  const auto& order = core::chunk_order(ctx.problem.world_size, ctx.problem.rank);
+  const std::vector<int> order = core::chunk_order(ctx.problem.world_size, ctx.problem.rank);
   const std::int64_t m = ctx.problem.m;
   for (std::size_t position = static_cast<std::size_t>(lane); position < order.size();
        position += static_cast<std::size_t>(lanes)) {
@@ -67,9 +77,13 @@ void pipelined_member(CallContext& ctx, int member, int members, GemmScratch& sc
     const std::int64_t begin = chunk * m + m * index_in_lane / lane_members;
     const std::int64_t end = chunk * m + m * (index_in_lane + 1) / lane_members;
     if (begin == end) continue;
-    GemmSpan span(ctx, member, "chunk " + std::to_string(chunk),
-                  "\"chunk\": " + std::to_string(chunk) + ", \"lane\": " + std::to_string(lane));
+    GemmSpan span(ctx, member);
     gemm_rows(ctx.gathered, ctx.b32, ctx.c_out, begin, end, 0, ctx.problem.n, scratch);
+    span.finish([&] {
+      return std::pair{"chunk " + std::to_string(chunk), "\"chunk\": " + std::to_string(chunk) +
+                                                             ", \"lane\": " + std::to_string(lane) +
+                                                             ", " + range_json("rows", begin, end)};
+    });
   }
 }
 
@@ -84,9 +98,11 @@ void decomposed_member(CallContext& ctx, int member, int members, GemmScratch& s
   const std::int64_t begin = rows * member / members;
   const std::int64_t end = rows * (member + 1) / members;
   if (begin == end) return;
-  GemmSpan span(ctx, member, "gemm (after all-gather)",
-                "\"rows\": [" + std::to_string(begin) + ", " + std::to_string(end) + "]");
+  GemmSpan span(ctx, member);
   gemm_rows(ctx.gathered, ctx.b32, ctx.c_out, begin, end, 0, ctx.problem.n, scratch);
+  span.finish([&] {
+    return std::pair{std::string("gemm after all-gather"), range_json("rows", begin, end)};
+  });
 }
 
 }  // namespace
@@ -94,10 +110,17 @@ void decomposed_member(CallContext& ctx, int member, int members, GemmScratch& s
 void run_gemm_member(CallContext& ctx, GemmPlan& plan, int member, int members,
                      GemmScratch& scratch) {
   switch (ctx.plan.algorithm) {
-    case Algorithm::native: native_member(ctx, plan, member, scratch); return;
-    case Algorithm::pipelined: pipelined_member(ctx, member, members, scratch); return;
-    case Algorithm::decomposed: decomposed_member(ctx, member, members, scratch); return;
-    case Algorithm::automatic: break;  // the planner never returns automatic
+    case Algorithm::native:
+      native_member(ctx, plan, member, scratch);
+      return;
+    case Algorithm::pipelined:
+      pipelined_member(ctx, member, members, scratch);
+      return;
+    case Algorithm::decomposed:
+      decomposed_member(ctx, member, members, scratch);
+      return;
+    case Algorithm::automatic:
+      break;  // the planner never returns automatic
   }
 }
 

@@ -13,14 +13,17 @@ bool CallContext::acquire_chunk(int chunk, const std::string& lane) {
                     trace->now_us(), "\"chunk\": " + std::to_string(chunk));
   }
   switch (result) {
-    case core::ChunkSignals::WaitResult::ready: return true;
-    case core::ChunkSignals::WaitResult::aborted: return false;
-    case core::ChunkSignals::WaitResult::timed_out: break;
+    case core::ChunkSignals::WaitResult::ready:
+      return true;
+    case core::ChunkSignals::WaitResult::aborted:
+      return false;
+    case core::ChunkSignals::WaitResult::timed_out:
+      break;
   }
   abort = true;
-  throw Error(ErrorCode::timeout, core::chunk_timeout_message(problem.rank, chunk,
-                                                              signals->load(chunk), epoch,
-                                                              timeout_ms));
+  throw Error(
+      ErrorCode::timeout,
+      core::chunk_timeout_message(problem.rank, chunk, signals->load(chunk), epoch, timeout_ms));
 }
 
 }  // namespace asynctp::cpu

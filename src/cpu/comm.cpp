@@ -21,12 +21,6 @@ RunInfo to_run_info(const core::Plan& plan) {
   return {plan.algorithm, plan.tile_m, plan.tile_n, plan.reason};
 }
 
-std::string field_mismatch(const char* field, int rank, const std::string& first,
-                           const std::string& other) {
-  return std::string("ranks disagree on ") + field + ": rank 0 has " + first + ", rank " +
-         std::to_string(rank) + " has " + other;
-}
-
 }  // namespace
 
 core::BackendCaps cpu_backend_caps() {
@@ -34,46 +28,12 @@ core::BackendCaps cpu_backend_caps() {
   caps.name = "cpu";
   caps.native_supported = true;
   caps.default_tile_m = 256;
-  caps.default_tile_n = 256;
+  // Full-width tiles: a CPU worker is one core, not one of 132 SMs, so the
+  // parallelism comes from rows; a wide tile widens its A rows to fp32 once
+  // and gives OpenBLAS one large call instead of n/256 narrow ones.
+  caps.default_tile_n = 4096;
   caps.min_pipelined_chunk_rows = 128;
   return caps;
-}
-
-std::string find_disagreement(const std::vector<CallRecord>& records) {
-  for (std::size_t r = 0; r < records.size(); ++r) {
-    if (!records[r].ok) return "rank " + std::to_string(r) + " rejected its arguments: " + records[r].error;
-  }
-  const CallRecord& first = records.front();
-  for (std::size_t i = 1; i < records.size(); ++i) {
-    const CallRecord& other = records[i];
-    const int r = static_cast<int>(i);
-    if (other.world_size != first.world_size) {
-      return field_mismatch("world size", r, std::to_string(first.world_size),
-                            std::to_string(other.world_size));
-    }
-    if (other.problem.m != first.problem.m) {
-      return field_mismatch("a_shard rows (m)", r, std::to_string(first.problem.m),
-                            std::to_string(other.problem.m));
-    }
-    if (other.problem.k != first.problem.k) {
-      return field_mismatch("a_shard columns (k)", r, std::to_string(first.problem.k),
-                            std::to_string(other.problem.k));
-    }
-    if (other.problem.dtype != first.problem.dtype) {
-      return field_mismatch("dtype", r, to_string(first.problem.dtype),
-                            to_string(other.problem.dtype));
-    }
-    if (other.plan.algorithm != first.plan.algorithm || other.plan.tile_m != first.plan.tile_m ||
-        other.plan.tile_n != first.plan.tile_n) {
-      return field_mismatch(
-          "the algorithm", r,
-          std::string(to_string(first.plan.algorithm)) + " (tile " +
-              std::to_string(first.plan.tile_m) + "x" + std::to_string(first.plan.tile_n) + ")",
-          std::string(to_string(other.plan.algorithm)) + " (tile " +
-              std::to_string(other.plan.tile_m) + "x" + std::to_string(other.plan.tile_n) + ")");
-    }
-  }
-  return {};
 }
 
 CpuComm::CpuComm(GroupState& group, int rank)
@@ -95,21 +55,20 @@ RunInfo CpuComm::plan_fused_all_gather_matmul(const TensorView& a_shard, const T
 }
 
 RunInfo CpuComm::fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                         const TensorView& c_out,
-                                         const TensorView* a_gathered_out,
+                                         const TensorView& c_out, const TensorView* a_gathered_out,
                                          const Options& options) {
   // 1. Check locally; publish the outcome even when it failed, so that every
   //    rank learns of the failure and none waits for a rank that gave up.
-  CallRecord& mine = group_.records[static_cast<std::size_t>(rank_)];
-  mine = CallRecord{};
+  core::CallRecord& mine = group_.records[static_cast<std::size_t>(rank_)];
+  mine = core::CallRecord{};
   mine.world_size = group_.world_size;
   std::exception_ptr local_error;
   std::int64_t timeout_ms = core::kDefaultWaitTimeoutMs;
   try {
     const core::ResolvedOptions resolved = core::resolve_options(options);
     timeout_ms = resolved.wait_timeout_ms;
-    mine.problem = core::validate_fused_all_gather_matmul(
-        group_.world_size, rank_, DeviceKind::cpu, a_shard, b, c_out, a_gathered_out);
+    mine.problem = core::validate_fused_all_gather_matmul(group_.world_size, rank_, DeviceKind::cpu,
+                                                          a_shard, b, c_out, a_gathered_out);
     mine.plan = core::plan(mine.problem, cpu_backend_caps(), resolved);
     mine.shard = a_shard;
     mine.ok = true;
@@ -120,7 +79,7 @@ RunInfo CpuComm::fused_all_gather_matmul(const TensorView& a_shard, const Tensor
 
   // 2. Agree. Every rank reads the same records, so all reach the same verdict.
   group_.barrier.arrive_and_wait(rank_, "arguments", timeout_ms);
-  const std::string disagreement = find_disagreement(group_.records);
+  const std::string disagreement = core::find_disagreement(group_.records);
   if (!disagreement.empty()) {
     // Nobody may publish the next call's record before all have read these.
     group_.barrier.arrive_and_wait(rank_, "abort", timeout_ms);
@@ -140,20 +99,20 @@ RunInfo CpuComm::fused_all_gather_matmul(const TensorView& a_shard, const Tensor
 }
 
 TensorView CpuComm::gathered_workspace(const core::ProblemDesc& problem) {
-  const std::size_t bytes = static_cast<std::size_t>(problem.gathered_rows() * problem.k) *
-                            element_size(problem.dtype);
+  const std::size_t bytes =
+      static_cast<std::size_t>(problem.gathered_rows() * problem.k) * element_size(problem.dtype);
   const std::size_t lines = (bytes + sizeof(CacheLine) - 1) / sizeof(CacheLine);
   if (gathered_storage_.size() < lines) {
     gathered_storage_.resize(lines);
-    core::log(core::LogLevel::info, rank_,
-              "gathered workspace grown to " + std::to_string(lines * sizeof(CacheLine)) +
-                  " bytes");
+    core::log(
+        core::LogLevel::info, rank_,
+        "gathered workspace grown to " + std::to_string(lines * sizeof(CacheLine)) + " bytes");
   }
   return TensorView::row_major(gathered_storage_.data(), problem.dtype, problem.gathered_rows(),
                                problem.k);
 }
 
-void CpuComm::execute(const CallRecord& mine, const TensorView& b, const TensorView& c_out,
+void CpuComm::execute(const core::CallRecord& mine, const TensorView& b, const TensorView& c_out,
                       const TensorView* a_gathered_out, const Options& options,
                       std::int64_t timeout_ms) {
   const double call_begin = options.trace ? options.trace->now_us() : 0;
@@ -164,23 +123,23 @@ void CpuComm::execute(const CallRecord& mine, const TensorView& b, const TensorV
   ctx.plan = mine.plan;
   ctx.epoch = epoch_;
   ctx.timeout_ms = timeout_ms;
-  for (const CallRecord& record : group_.records) ctx.shards.push_back(record.shard);
+  for (const core::CallRecord& record : group_.records) ctx.shards.push_back(record.shard);
   ctx.gathered = a_gathered_out ? *a_gathered_out : gathered_workspace(mine.problem);
   ctx.c_out = c_out;
   ctx.signals = &signals_;
   ctx.trace = options.trace;
   ctx.hooks = &options.hooks;
 
-  std::exception_ptr error;
+  // Everything launched is joined before this function returns, whatever
+  // fails: the teams hold references to ctx, which lives on this stack.
+  std::exception_ptr setup_error;
   std::vector<int> order;
+  std::optional<core::TileSchedule> schedule;
+  GemmPlan gemm_plan;
+  bool producer_launched = false;
+  bool workers_launched = false;
   try {
     order = producer_order(ctx);
-  } catch (...) {
-    error = std::current_exception();
-    ctx.abort = true;
-  }
-  const bool launched = !error;
-  if (launched) {
     producer_.launch([&](int) {
       try {
         run_producer(ctx, order);
@@ -189,43 +148,44 @@ void CpuComm::execute(const CallRecord& mine, const TensorView& b, const TensorV
         throw;
       }
     });
-  }
+    producer_launched = true;
 
-  // B is widened while the first chunks are in flight.
-  const double widen_begin = options.trace ? options.trace->now_us() : 0;
-  widen_b(b, b32_);
-  ctx.b32 = b32_.data();
-  if (options.trace) {
-    options.trace->add_span(rank_, "rank", "gemm", "widen B to fp32", widen_begin,
-                            options.trace->now_us());
-  }
-
-  std::optional<core::TileSchedule> schedule;
-  GemmPlan gemm_plan;
-  if (ctx.plan.algorithm == Algorithm::native) {
-    schedule.emplace(ctx.problem.world_size, rank_, ctx.problem.m, ctx.problem.n,
-                     ctx.plan.tile_m, ctx.plan.tile_n);
-    gemm_plan.schedule = &*schedule;
-  }
-  const int members = workers_.size();
-  if (launched) {
-    workers_.launch([&](int member) {
+    // B is widened while the first chunks are in flight.
+    const double widen_begin = options.trace ? options.trace->now_us() : 0;
+    widen_b(b, b32_);
+    ctx.b32 = b32_.data();
+    if (options.trace) {
+      options.trace->add_span(rank_, "rank", "gemm", "widen B to fp32", widen_begin,
+                              options.trace->now_us());
+    }
+    if (ctx.plan.algorithm == Algorithm::native) {
+      schedule.emplace(ctx.problem.world_size, rank_, ctx.problem.m, ctx.problem.n, ctx.plan.tile_m,
+                       ctx.plan.tile_n);
+      gemm_plan.schedule = &*schedule;
+    }
+    workers_.launch([&, members = workers_.size()](int member) {
       try {
-        run_gemm_member(ctx, gemm_plan, member, members, scratch_[static_cast<std::size_t>(member)]);
+        run_gemm_member(ctx, gemm_plan, member, members,
+                        scratch_[static_cast<std::size_t>(member)]);
       } catch (...) {
         ctx.abort = true;
         throw;
       }
     });
+    workers_launched = true;
+  } catch (...) {
+    setup_error = std::current_exception();
+    ctx.abort = true;
   }
 
   // Join the producer, then meet the peers (they have finished reading our
   // shard once every producer is done), then join the GEMM.
-  if (launched) {
+  std::exception_ptr producer_error;
+  if (producer_launched) {
     try {
       producer_.wait();
     } catch (...) {
-      error = std::current_exception();
+      producer_error = std::current_exception();
     }
   }
   std::exception_ptr barrier_error;
@@ -236,7 +196,7 @@ void CpuComm::execute(const CallRecord& mine, const TensorView& b, const TensorV
     ctx.abort = true;
   }
   std::exception_ptr gemm_error;
-  if (launched) {
+  if (workers_launched) {
     try {
       workers_.wait();
     } catch (...) {
@@ -244,16 +204,15 @@ void CpuComm::execute(const CallRecord& mine, const TensorView& b, const TensorV
     }
   }
   if (options.trace) {
-    options.trace->add_span(rank_, "rank", "call",
-                            std::string("fused_all_gather_matmul (") +
-                                to_string(ctx.plan.algorithm) + ")",
-                            call_begin, options.trace->now_us(),
-                            "\"epoch\": " + std::to_string(ctx.epoch));
+    options.trace->add_span(
+        rank_, "rank", "call",
+        std::string("fused_all_gather_matmul (") + to_string(ctx.plan.algorithm) + ")", call_begin,
+        options.trace->now_us(), "\"epoch\": " + std::to_string(ctx.epoch));
   }
   // The root cause first: a GEMM timeout names the missing chunk.
-  if (gemm_error) std::rethrow_exception(gemm_error);
-  if (error) std::rethrow_exception(error);
-  if (barrier_error) std::rethrow_exception(barrier_error);
+  for (const auto& e : {setup_error, gemm_error, producer_error, barrier_error}) {
+    if (e) std::rethrow_exception(e);
+  }
 }
 
 }  // namespace asynctp::cpu

@@ -13,8 +13,7 @@
 
 namespace asynctp::cpu {
 
-// Native tiles of the CPU backend: big enough that one sgemm call amortizes
-// its overhead, small enough that a chunk holds several.
+// What the CPU backend can run: native with 256-row, full-width tiles.
 core::BackendCaps cpu_backend_caps();
 
 class CpuComm final : public Comm {
@@ -34,9 +33,8 @@ class CpuComm final : public Comm {
                                   const Options& options) override;
 
  private:
-  void execute(const CallRecord& mine, const TensorView& b, const TensorView& c_out,
-               const TensorView* a_gathered_out, const Options& options,
-               std::int64_t timeout_ms);
+  void execute(const core::CallRecord& mine, const TensorView& b, const TensorView& c_out,
+               const TensorView* a_gathered_out, const Options& options, std::int64_t timeout_ms);
   TensorView gathered_workspace(const core::ProblemDesc& problem);
 
   GroupState& group_;
@@ -47,7 +45,9 @@ class CpuComm final : public Comm {
   ThreadTeam workers_;
   std::vector<GemmScratch> scratch_;
   std::vector<float> b32_;
-  struct alignas(64) CacheLine { unsigned char bytes[64]; };
+  struct alignas(64) CacheLine {
+    unsigned char bytes[64];
+  };
   std::vector<CacheLine> gathered_storage_;
 };
 

@@ -27,8 +27,8 @@ int resolve_workers(const GroupConfig& config) {
   if (auto text = core::process_env("ASYNCTP_CPU_WORKERS")) {
     const auto value = core::parse_positive_int(*text, "ASYNCTP_CPU_WORKERS");
     if (value > kMaxWorkersPerRank) {
-      throw Error(ErrorCode::invalid_argument, "ASYNCTP_CPU_WORKERS: must be at most " +
-                                                   std::to_string(kMaxWorkersPerRank));
+      throw Error(ErrorCode::invalid_argument,
+                  "ASYNCTP_CPU_WORKERS: must be at most " + std::to_string(kMaxWorkersPerRank));
     }
     return static_cast<int>(value);
   }
@@ -40,8 +40,7 @@ int resolve_workers(const GroupConfig& config) {
 }  // namespace
 
 struct Group::State {
-  explicit State(const GroupConfig& config)
-      : shared(config.world_size, resolve_workers(config)) {
+  explicit State(const GroupConfig& config) : shared(config.world_size, resolve_workers(config)) {
     for (int r = 0; r < config.world_size; ++r) {
       comms.push_back(std::make_unique<CpuComm>(shared, r));
     }
@@ -68,9 +67,9 @@ int Group::gemm_workers_per_rank() const noexcept { return state_->shared.worker
 
 Comm& Group::comm(int rank) {
   if (rank < 0 || rank >= world_size()) {
-    throw Error(ErrorCode::invalid_argument, "rank: must lie in [0, " +
-                                                 std::to_string(world_size()) + "), got " +
-                                                 std::to_string(rank));
+    throw Error(
+        ErrorCode::invalid_argument,
+        "rank: must lie in [0, " + std::to_string(world_size()) + "), got " + std::to_string(rank));
   }
   return *state_->comms[static_cast<std::size_t>(rank)];
 }

@@ -28,7 +28,8 @@ std::vector<int> producer_order(const CallContext& ctx) {
 
 void run_producer(CallContext& ctx, const std::vector<int>& order) {
   const int rank = ctx.problem.rank;
-  const std::size_t row_bytes = static_cast<std::size_t>(ctx.problem.k) * element_size(ctx.problem.dtype);
+  const std::size_t row_bytes =
+      static_cast<std::size_t>(ctx.problem.k) * element_size(ctx.problem.dtype);
   const std::size_t chunk_bytes = row_bytes * static_cast<std::size_t>(ctx.problem.m);
   auto* gathered = static_cast<char*>(ctx.gathered.data);
   for (int chunk : order) {

@@ -1,4 +1,5 @@
-// A barrier among the ranks of a CPU group whose wait is bounded. A rank that
+// A barrier among the ranks of an in-process group (CPU threads, or the host
+// threads of GPU virtual ranks) whose wait is bounded. A rank that
 // times out names the ranks that never arrived and breaks the barrier, so the
 // ranks still waiting fail at once instead of waiting out their own timeouts;
 // a broken group fails every later call with the original reason (as an NCCL
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace asynctp::cpu {
+namespace asynctp::core {
 
 class BoundedBarrier {
  public:
@@ -32,4 +33,4 @@ class BoundedBarrier {
   std::string broken_;
 };
 
-}  // namespace asynctp::cpu
+}  // namespace asynctp::core

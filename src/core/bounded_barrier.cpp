@@ -1,10 +1,11 @@
-#include "cpu/barrier.hpp"
+#include "core/bounded_barrier.hpp"
 
 #include <chrono>
 
 #include "asynctp/error.hpp"
+#include "core/deadline.hpp"
 
-namespace asynctp::cpu {
+namespace asynctp::core {
 
 BoundedBarrier::BoundedBarrier(int parties)
     : parties_(parties), arrived_(static_cast<std::size_t>(parties), false) {}
@@ -21,7 +22,7 @@ void BoundedBarrier::arrive_and_wait(int rank, const char* what, std::int64_t ti
     changed_.notify_all();
     return;
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline = deadline_after(timeout_ms);
   const bool released = changed_.wait_until(
       lock, deadline, [&] { return generation_ != generation || !broken_.empty(); });
   if (generation_ != generation) return;
@@ -47,4 +48,4 @@ std::string BoundedBarrier::broken_reason() const {
   return broken_;
 }
 
-}  // namespace asynctp::cpu
+}  // namespace asynctp::core

@@ -1,0 +1,55 @@
+#include "core/agreement.hpp"
+
+#include <string>
+#include <vector>
+
+namespace asynctp::core {
+namespace {
+
+std::string field_mismatch(const char* field, int rank, const std::string& first,
+                           const std::string& other) {
+  return std::string("ranks disagree on ") + field + ": rank 0 has " + first + ", rank " +
+         std::to_string(rank) + " has " + other;
+}
+
+}  // namespace
+
+std::string find_disagreement(const std::vector<CallRecord>& records) {
+  for (std::size_t r = 0; r < records.size(); ++r) {
+    if (!records[r].ok)
+      return "rank " + std::to_string(r) + " rejected its arguments: " + records[r].error;
+  }
+  const CallRecord& first = records.front();
+  for (std::size_t i = 1; i < records.size(); ++i) {
+    const CallRecord& other = records[i];
+    const int r = static_cast<int>(i);
+    if (other.world_size != first.world_size) {
+      return field_mismatch("world size", r, std::to_string(first.world_size),
+                            std::to_string(other.world_size));
+    }
+    if (other.problem.m != first.problem.m) {
+      return field_mismatch("a_shard rows (m)", r, std::to_string(first.problem.m),
+                            std::to_string(other.problem.m));
+    }
+    if (other.problem.k != first.problem.k) {
+      return field_mismatch("a_shard columns (k)", r, std::to_string(first.problem.k),
+                            std::to_string(other.problem.k));
+    }
+    if (other.problem.dtype != first.problem.dtype) {
+      return field_mismatch("dtype", r, to_string(first.problem.dtype),
+                            to_string(other.problem.dtype));
+    }
+    if (other.plan.algorithm != first.plan.algorithm || other.plan.tile_m != first.plan.tile_m ||
+        other.plan.tile_n != first.plan.tile_n) {
+      return field_mismatch(
+          "the algorithm", r,
+          std::string(to_string(first.plan.algorithm)) + " (tile " +
+              std::to_string(first.plan.tile_m) + "x" + std::to_string(first.plan.tile_n) + ")",
+          std::string(to_string(other.plan.algorithm)) + " (tile " +
+              std::to_string(other.plan.tile_m) + "x" + std::to_string(other.plan.tile_n) + ")");
+    }
+  }
+  return {};
+}
+
+}  // namespace asynctp::core

@@ -1,0 +1,31 @@
+// The agreement step of a collective call. Each rank checks its own
+// arguments and publishes a record, whether they passed or not; then every
+// rank reads all records and reaches the same verdict, so a bad argument on
+// one rank becomes an error on every rank instead of a hang.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "asynctp/tensor.hpp"
+#include "core/planner.hpp"
+#include "core/problem.hpp"
+
+namespace asynctp::core {
+
+struct CallRecord {
+  bool ok = false;
+  std::string error;  // why this rank rejected its arguments, when !ok
+  int world_size = 0;
+  ProblemDesc problem;
+  Plan plan;
+  TensorView shard;  // this rank's A shard, readable by its peers
+};
+
+// Empty when every record is valid and the ranks agree on what the gather
+// and the signal protocol need (world size, m, k, dtype, algorithm and
+// tiles); otherwise the first disagreement, in words. n and B's layout are
+// each rank's own business.
+std::string find_disagreement(const std::vector<CallRecord>& records);
+
+}  // namespace asynctp::core
