@@ -1,0 +1,120 @@
+// Runs the built `asynctp` binary as a child process and captures what a
+// user would see: stdout, stderr and the exit status.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace asynctp::cli_test {
+
+struct ToolResult {
+  int exit_code = -1;  // -1 when the child did not exit normally
+  std::string out;
+  std::string err;
+};
+
+// The tool sits next to the tests in the build tree: build/tests/<this> and
+// build/tools/asynctp. ASYNCTP_CLI overrides, for installed or moved binaries.
+inline std::string tool_path() {
+  if (const char* env = std::getenv("ASYNCTP_CLI"); env != nullptr && *env != '\0') return env;
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "asynctp";
+  std::string dir(self, static_cast<std::size_t>(n));
+  dir = dir.substr(0, dir.rfind('/'));
+  return dir + "/../tools/asynctp";
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A private temporary directory, removed with its files on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/asynctp_cli_test_XXXXXX";
+    const char* made = mkdtemp(pattern);
+    path_ = made ? made : "/tmp";
+  }
+  ~TempDir() {
+    const std::string command = "rm -rf '" + path_ + "'";
+    if (path_ != "/tmp") (void)std::system(command.c_str());
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// The child's output goes to files (not pipes) so a chatty child can never
+// block on a full pipe while we wait for it. ASYNCTP_* settings of the
+// developer's shell are removed so every test sees the defaults; `env` sets
+// the ones a test wants.
+inline ToolResult run_tool(const std::vector<std::string>& args,
+                           const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  TempDir dir;
+  const std::string out_path = dir.file("stdout");
+  const std::string err_path = dir.file("stderr");
+  const std::string tool = tool_path();
+
+  std::vector<std::string> argv_storage = {tool};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  ToolResult result;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (out < 0 || err < 0) _exit(126);
+    dup2(out, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    for (const char* name : {"ASYNCTP_ALGO", "ASYNCTP_WAIT_TIMEOUT_MS", "ASYNCTP_TILE_M",
+                             "ASYNCTP_TILE_N", "ASYNCTP_CPU_WORKERS", "ASYNCTP_DEBUG"}) {
+      unsetenv(name);
+    }
+    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+    execv(tool.c_str(), argv.data());
+    _exit(127);  // exec failed: the tool was not built where we looked
+  }
+  if (pid < 0) return result;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  result.out = read_file(out_path);
+  result.err = read_file(err_path);
+  return result;
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The line of `text` that starts with `prefix`, or "" when none does.
+inline std::string line_starting(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) == 0) return line;
+  }
+  return "";
+}
+
+}  // namespace asynctp::cli_test

@@ -1,0 +1,198 @@
+// The planner is a pure function (problem, capabilities, options) -> plan.
+// Native only where it can run; otherwise a fallback, always with the reason
+// (which must carry the blocker, so `asynctp run` can tell the user why).
+// Forcing native where it cannot run is an error naming the blocker.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "asynctp/error.hpp"
+#include "core/planner.hpp"
+#include "support/printers.hpp"
+
+namespace asynctp::core {
+namespace {
+
+BackendCaps caps() {
+  BackendCaps c;
+  c.name = "testdev";
+  c.native_supported = true;
+  c.default_tile_m = 256;
+  c.default_tile_n = 256;
+  c.min_pipelined_chunk_rows = 128;
+  return c;
+}
+
+ProblemDesc problem(int world, std::int64_t m, std::int64_t n, std::int64_t k,
+                    DType dtype = DType::bf16) {
+  ProblemDesc p;
+  p.world_size = world;
+  p.rank = 0;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.dtype = dtype;
+  return p;
+}
+
+ResolvedOptions forced(Algorithm a) {
+  ResolvedOptions o;
+  o.algorithm = a;
+  o.algorithm_forced = a != Algorithm::automatic;
+  return o;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(Planner, AutoPicksNativeWhenItFits) {
+  const Plan p = plan(problem(4, 512, 384, 128), caps(), {});
+  EXPECT_EQ(p.algorithm, Algorithm::native);
+  EXPECT_EQ(p.tile_m, 256);
+  EXPECT_EQ(p.tile_n, 256);
+  EXPECT_TRUE(contains(p.reason, "bf16")) << p.reason;
+  EXPECT_TRUE(contains(p.reason, "multiple of tile M 256")) << p.reason;
+  EXPECT_FALSE(native_blocker(problem(4, 512, 384, 128), caps(), 256, 256).has_value());
+  // One rank is still a native problem when it fits.
+  EXPECT_EQ(plan(problem(1, 256, 8, 8), caps(), {}).algorithm, Algorithm::native);
+  // N need not be a multiple of the N tile: the epilogue clips.
+  EXPECT_EQ(plan(problem(2, 256, 264, 8), caps(), {}).algorithm, Algorithm::native);
+}
+
+struct Fallback {
+  const char* what;
+  ProblemDesc problem;
+  Algorithm expected;
+  const char* blocker;  // must appear in the reason (and the forced-native error)
+  const char* why;      // the fallback's own justification
+};
+
+std::vector<Fallback> fallbacks() {
+  return {
+      {"m not a tile multiple, big chunks", problem(4, 300, 256, 128), Algorithm::pipelined,
+       "m per rank (300) is not a multiple of the native tile M (256)", "overlap the copies"},
+      {"m not a tile multiple, small chunks", problem(4, 100, 256, 128), Algorithm::decomposed,
+       "m per rank (100) is not a multiple of the native tile M (256)",
+       "chunks of 100 rows are below 128"},
+      {"m not a tile multiple, one rank", problem(1, 300, 256, 128), Algorithm::decomposed,
+       "not a multiple of the native tile M", "one rank has nothing to overlap"},
+      {"fp16", problem(4, 512, 256, 128, DType::fp16), Algorithm::pipelined,
+       "native needs bf16, got fp16", "overlap the copies"},
+      {"fp32", problem(2, 512, 256, 128, DType::fp32), Algorithm::pipelined,
+       "native needs bf16, got fp32", "overlap the copies"},
+      {"fp32 one rank", problem(1, 512, 256, 128, DType::fp32), Algorithm::decomposed,
+       "native needs bf16, got fp32", "one rank"},
+      {"n not a multiple of 8", problem(4, 512, 260, 128), Algorithm::pipelined,
+       "n (260) is not a multiple of 8", "overlap the copies"},
+      {"k not a multiple of 8", problem(8, 256, 256, 130), Algorithm::pipelined,
+       "k (130) is not a multiple of 8", "overlap the copies"},
+      {"32-bit limit", problem(8, std::int64_t{1} << 25, 8, 16), Algorithm::pipelined,
+       "2^31 or more elements", "overlap the copies"},
+      // m = min_pipelined_chunk_rows exactly is big enough for pipelined.
+      {"boundary chunk rows", problem(2, 128, 256, 128, DType::fp16), Algorithm::pipelined,
+       "native needs bf16", "overlap the copies"},
+      {"just below boundary", problem(2, 127, 256, 128), Algorithm::decomposed,
+       "m per rank (127)", "below 128"},
+  };
+}
+
+TEST(Planner, AutoFallsBackWithTheBlockerInTheReason) {
+  for (const Fallback& f : fallbacks()) {
+    SCOPED_TRACE(f.what);
+    const Plan p = plan(f.problem, caps(), {});
+    EXPECT_EQ(p.algorithm, f.expected) << to_string(p.algorithm) << ": " << p.reason;
+    EXPECT_EQ(p.tile_m, 0);
+    EXPECT_EQ(p.tile_n, 0);
+    EXPECT_TRUE(contains(p.reason, "native unavailable")) << p.reason;
+    EXPECT_TRUE(contains(p.reason, f.blocker)) << p.reason;
+    EXPECT_TRUE(contains(p.reason, f.why)) << p.reason;
+    const auto blocker = native_blocker(f.problem, caps(), 256, 256);
+    ASSERT_TRUE(blocker.has_value());
+    EXPECT_TRUE(contains(*blocker, f.blocker)) << *blocker;
+  }
+}
+
+TEST(Planner, BackendWithoutNative) {
+  BackendCaps c = caps();
+  c.native_supported = false;
+  c.native_unsupported_reason = "no async-input kernel for sm_80";
+  const Plan p = plan(problem(4, 512, 256, 128), c, {});
+  EXPECT_EQ(p.algorithm, Algorithm::pipelined);
+  EXPECT_TRUE(contains(p.reason, "backend testdev has no native kernel")) << p.reason;
+  EXPECT_TRUE(contains(p.reason, "no async-input kernel for sm_80")) << p.reason;
+  EXPECT_EQ(plan(problem(4, 64, 256, 128), c, {}).algorithm, Algorithm::decomposed);
+  try {
+    plan(problem(4, 512, 256, 128), c, forced(Algorithm::native));
+    ADD_FAILURE() << "forced native ran on a backend without native";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::unsupported);
+    EXPECT_TRUE(contains(e.what(), "no async-input kernel for sm_80")) << e.what();
+  }
+}
+
+TEST(Planner, ForcingNativeWhereItCannotRunIsAnError) {
+  for (const Fallback& f : fallbacks()) {
+    SCOPED_TRACE(f.what);
+    try {
+      const Plan p = plan(f.problem, caps(), forced(Algorithm::native));
+      ADD_FAILURE() << "forced native accepted: " << to_string(p.algorithm);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::unsupported) << e.what();
+      EXPECT_TRUE(contains(e.what(), "native was forced but cannot run")) << e.what();
+      EXPECT_TRUE(contains(e.what(), f.blocker)) << e.what();
+    }
+  }
+}
+
+TEST(Planner, ForcedAlgorithmsRunWhereTheyCan) {
+  std::vector<ProblemDesc> problems = {problem(4, 512, 256, 128), problem(1, 8, 8, 8)};
+  for (const Fallback& f : fallbacks()) problems.push_back(f.problem);
+  for (const ProblemDesc& pr : problems) {
+    SCOPED_TRACE(pr.to_string());
+    for (Algorithm a : {Algorithm::pipelined, Algorithm::decomposed}) {
+      const Plan p = plan(pr, caps(), forced(a));
+      EXPECT_EQ(p.algorithm, a);
+      EXPECT_EQ(p.tile_m, 0);
+      EXPECT_TRUE(contains(p.reason, "forced")) << p.reason;
+    }
+  }
+  const Plan native = plan(problem(4, 512, 256, 128), caps(), forced(Algorithm::native));
+  EXPECT_EQ(native.algorithm, Algorithm::native);
+  EXPECT_EQ(native.tile_m, 256);
+  EXPECT_TRUE(contains(native.reason, "forced")) << native.reason;
+}
+
+TEST(Planner, CustomTilesChangeTheDivisibilityRule) {
+  const ProblemDesc p = problem(4, 192, 100 * 8, 64);  // 192 = 3 * 64, not a multiple of 256
+  EXPECT_EQ(plan(p, caps(), {}).algorithm, Algorithm::pipelined);
+  ResolvedOptions o;
+  o.tile_m = 64;
+  o.tile_n = 96;
+  const Plan with_tiles = plan(p, caps(), o);
+  EXPECT_EQ(with_tiles.algorithm, Algorithm::native) << with_tiles.reason;
+  EXPECT_EQ(with_tiles.tile_m, 64);
+  EXPECT_EQ(with_tiles.tile_n, 96);
+  EXPECT_TRUE(contains(with_tiles.reason, "multiple of tile M 64")) << with_tiles.reason;
+  // A custom tile that does not divide m blocks native, and the error says so.
+  o.tile_m = 128;
+  EXPECT_EQ(plan(p, caps(), o).algorithm, Algorithm::pipelined);
+  o.algorithm = Algorithm::native;
+  try {
+    plan(p, caps(), o);
+    ADD_FAILURE() << "forced native with tile_m 128 accepted for m 192";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "not a multiple of the native tile M (128)")) << e.what();
+  }
+  // The backend's default tile rules when options leave it unset.
+  BackendCaps small = caps();
+  small.default_tile_m = 32;
+  small.default_tile_n = 16;
+  const Plan p32 = plan(problem(2, 96, 8, 8), small, {});
+  EXPECT_EQ(p32.algorithm, Algorithm::native);
+  EXPECT_EQ(p32.tile_m, 32);
+  EXPECT_EQ(p32.tile_n, 16);
+}
+
+}  // namespace
+}  // namespace asynctp::core

@@ -1,0 +1,111 @@
+// Group: one thread per rank for run(), every rank joined before run()
+// returns, and the lowest failing rank's exception rethrown unchanged.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "asynctp/asynctp.hpp"
+#include "support/collective.hpp"
+#include "support/fused_problem.hpp"
+#include "support/seed.hpp"
+
+namespace asynctp {
+namespace {
+
+TEST(Group, RunGivesEveryRankItsOwnComm) {
+  cpu::Group group({4, 2});
+  EXPECT_EQ(group.world_size(), 4);
+  EXPECT_EQ(group.gemm_workers_per_rank(), 2);
+  std::vector<const Comm*> seen(4, nullptr);
+  std::vector<std::thread::id> threads(4);
+  asynctp_test::run_bounded(group, [&](Comm& comm) {
+    seen[static_cast<std::size_t>(comm.rank())] = &comm;
+    threads[static_cast<std::size_t>(comm.rank())] = std::this_thread::get_id();
+  });
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(seen[static_cast<std::size_t>(r)], &group.comm(r));
+    EXPECT_EQ(group.comm(r).rank(), r);
+    EXPECT_EQ(group.comm(r).world_size(), 4);
+    EXPECT_EQ(group.comm(r).device_kind(), DeviceKind::cpu);
+    EXPECT_STREQ(group.comm(r).backend_name(), "cpu");
+    for (int q = 0; q < r; ++q) {
+      EXPECT_NE(threads[static_cast<std::size_t>(r)], threads[static_cast<std::size_t>(q)])
+          << "ranks " << q << " and " << r << " shared a thread";
+    }
+  }
+}
+
+TEST(Group, AutomaticWorkerCountIsAtLeastTwo) {
+  asynctp_test::ScopedEnv env("ASYNCTP_CPU_WORKERS", std::nullopt);
+  cpu::Group group({8, 0});
+  EXPECT_GE(group.gemm_workers_per_rank(), 2);  // pipelined needs its two lanes
+  asynctp_test::ScopedEnv three("ASYNCTP_CPU_WORKERS", "3");
+  cpu::Group from_env({2, 0});
+  EXPECT_EQ(from_env.gemm_workers_per_rank(), 3);
+}
+
+TEST(Group, RunRethrowsTheLowestFailingRanksExceptionAfterAllJoined) {
+  cpu::Group group({4, 2});
+  std::atomic<int> finished{0};
+  try {
+    group.run([&](Comm& comm) {
+      // Rank 3 fails first; rank 1 fails later; rank 0 and 2 finish last.
+      const int r = comm.rank();
+      if (r == 3) {
+        ++finished;
+        throw std::runtime_error("failure of rank 3");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(r == 1 ? 20 : 60));
+      ++finished;
+      if (r == 1) throw Error(ErrorCode::backend, "failure of rank 1");
+    });
+    ADD_FAILURE() << "run() returned normally";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::backend);  // type and code preserved
+    EXPECT_NE(std::string(e.what()).find("failure of rank 1"), std::string::npos) << e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception: " << e.what();
+  }
+  EXPECT_EQ(finished.load(), 4) << "run() returned before every rank finished";
+}
+
+TEST(Group, RunRethrowsTheLowestRankAmongCollectiveFailures) {
+  const asynctp_test::Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  asynctp_test::Shape shape;
+  shape.world = 4;
+  shape.m = 16;
+  asynctp_test::FusedProblem problem(shape, rng);
+  cpu::Group group({4, 2});
+  Options options;
+  options.algorithm = Algorithm::decomposed;
+  options.wait_timeout_ms = 100;
+  // Ranks 3 and 2 each lose a chunk; ranks 0 and 1 succeed.
+  options.hooks.drop = [](int rank, int chunk) { return rank >= 2 && chunk == 0; };
+  try {
+    asynctp_test::run_bounded(group, [&](Comm& comm) { problem.call(comm, options); });
+    ADD_FAILURE() << "run() returned normally";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::timeout);
+    EXPECT_NE(std::string(e.what()).find("rank 2: chunk 0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Group, RunWithoutFailuresReturnsNormally) {
+  cpu::Group group({3, 2});
+  std::atomic<int> ran{0};
+  EXPECT_NO_THROW(group.run([&](Comm&) { ++ran; }));
+  EXPECT_EQ(ran.load(), 3);
+  // And again: run() may be called any number of times.
+  EXPECT_NO_THROW(group.run([&](Comm&) { ++ran; }));
+  EXPECT_EQ(ran.load(), 6);
+}
+
+}  // namespace
+}  // namespace asynctp
