@@ -1,0 +1,238 @@
+// The native async-input GEMM: config table, checks and dispatch to the
+// instantiations (instances/*.cu). No CUTLASS here.
+#include "async_input_gemm.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "instances.hpp"
+
+namespace asynctp::cuda::native {
+namespace {
+
+using detail::InstanceInfo;
+
+const std::vector<const InstanceInfo*>& instances() {
+  static const std::vector<const InstanceInfo*> all = {
+#define ASYNCTP_NATIVE_LIST_INSTANCE(id) &detail::instance_##id(),
+      ASYNCTP_NATIVE_INSTANCES(ASYNCTP_NATIVE_LIST_INSTANCE)
+#undef ASYNCTP_NATIVE_LIST_INSTANCE
+  };
+  return all;
+}
+
+bool same_kernel(const InstanceInfo& i, const NativeGemmConfig& c) {
+  return i.schedule == c.schedule && i.tile_m == c.tile_m && i.tile_n == c.tile_n &&
+         i.tile_k == c.tile_k && i.cluster_m == c.cluster_m && i.cluster_n == c.cluster_n;
+}
+
+const InstanceInfo* find_instance(const NativeGemmConfig& c, bool b_col_major) {
+  for (const InstanceInfo* i : instances()) {
+    if (same_kernel(*i, c) && i->b_col_major == b_col_major) return i;
+  }
+  return nullptr;
+}
+
+// The configs offered to the planner: a kernel shape and a tile-order
+// swizzle. `efficiency` is the per-tile efficiency relative to ping-pong
+// 128x128, measured on the H200 (bench/NOTES.md, "native kernel");
+// choose_native_gemm_config multiplies it with the wave efficiency, and ties
+// go to the earlier entry (256x160 won the measured ties, e.g. N = 1280).
+//   coop 256x160 2x1: N = 1280-like shapes (8 tiles of 160), m granularity 512
+//   ping-pong 128x128 2x1: everything else, m granularity 256
+//   ping-pong 128x128 1x2: m_per_chunk a multiple of 128 only
+struct ConfigSpec {
+  KernelSchedule schedule;
+  int tile_m, tile_n, tile_k, cluster_m, cluster_n, swizzle;
+  double efficiency;
+};
+constexpr ConfigSpec kConfigSpecs[] = {
+    {KernelSchedule::kCooperative, 256, 160, 64, 2, 1, 2, 1.00},
+    {KernelSchedule::kPingpong, 128, 128, 64, 2, 1, 1, 1.00},
+    {KernelSchedule::kPingpong, 128, 128, 64, 1, 2, 4, 0.97},
+};
+
+double spec_efficiency(const NativeGemmConfig& c) {
+  for (const ConfigSpec& s : kConfigSpecs) {
+    if (s.schedule == c.schedule && s.tile_m == c.tile_m && s.tile_n == c.tile_n &&
+        s.tile_k == c.tile_k && s.cluster_m == c.cluster_m && s.cluster_n == c.cluster_n)
+      return s.efficiency;
+  }
+  return 0.9;
+}
+
+std::string config_name(const ConfigSpec& s) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%s_%dx%dx%d_c%dx%d_s%d",
+                s.schedule == KernelSchedule::kCooperative ? "coop" : "pp", s.tile_m, s.tile_n,
+                s.tile_k, s.cluster_m, s.cluster_n, s.swizzle);
+  return buf;
+}
+
+// Largest group (<= the config's swizzle) that divides the M clusters of one
+// chunk, so a swizzle group never straddles two chunks.
+int clamp_group(const NativeGemmConfig& c, const NativeGemmArgs& a) {
+  const int64_t clusters_per_chunk = a.m_per_chunk / c.m_granularity;
+  int g = c.swizzle > 1 ? c.swizzle : 1;
+  while (g > 1 && clusters_per_chunk % g != 0) --g;
+  return g;
+}
+
+// The grid limit in CTAs: max_sms clamped to the device.
+int sm_limit(const NativeGemmArgs& a) {
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
+  return (a.max_sms > 0 && a.max_sms < sms) ? a.max_sms : sms;
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+bool fail(std::string* reason, const std::string& why) {
+  if (reason) *reason = why;
+  return false;
+}
+
+}  // namespace
+
+const char* schedule_name(KernelSchedule s) {
+  return s == KernelSchedule::kCooperative ? "cooperative" : "pingpong";
+}
+
+const std::vector<NativeGemmConfig>& native_gemm_configs() {
+  static const std::vector<NativeGemmConfig> configs = [] {
+    static std::vector<std::string> names;  // owns the name strings
+    names.reserve(sizeof(kConfigSpecs) / sizeof(kConfigSpecs[0]));
+    std::vector<NativeGemmConfig> out;
+    for (const ConfigSpec& s : kConfigSpecs) {
+      NativeGemmConfig c{};
+      c.schedule = s.schedule;
+      c.tile_m = s.tile_m;
+      c.tile_n = s.tile_n;
+      c.tile_k = s.tile_k;
+      c.cluster_m = s.cluster_m;
+      c.cluster_n = s.cluster_n;
+      c.m_granularity = s.tile_m * s.cluster_m;
+      c.swizzle = s.swizzle;
+      c.has_b_row_major = find_instance(c, false) != nullptr;
+      c.has_b_col_major = find_instance(c, true) != nullptr;
+      if (!c.has_b_row_major && !c.has_b_col_major) continue;  // not built
+      names.push_back(config_name(s));
+      c.name = names.back().c_str();
+      out.push_back(c);
+    }
+    return out;
+  }();
+  return configs;
+}
+
+const NativeGemmConfig* find_native_gemm_config(const std::string& name) {
+  for (const NativeGemmConfig& c : native_gemm_configs()) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+bool can_implement(const NativeGemmConfig& c, const NativeGemmArgs& a, std::string* reason) {
+  if (!find_instance(c, a.b_col_major)) {
+    return fail(reason, std::string("config ") + (c.name ? c.name : "?") + " was not built for " +
+                            (a.b_col_major ? "column" : "row") + "-major B");
+  }
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    return fail(reason, "no usable CUDA device");
+  }
+  if (major != 9 || minor != 0) {
+    return fail(reason, "the native kernel is built for sm_90a (Hopper); device " +
+                            std::to_string(device) + " is sm_" + std::to_string(major) +
+                            std::to_string(minor));
+  }
+  if (!a.a || !a.b || !a.c) return fail(reason, "a, b and c must not be null");
+  if (!aligned16(a.a) || !aligned16(a.b) || !aligned16(a.c)) {
+    return fail(reason, "a, b and c must be 16-byte aligned (TMA)");
+  }
+  if (a.world_size < 1) return fail(reason, "world_size must be >= 1");
+  if (a.pivot < 0 || a.pivot >= a.world_size) return fail(reason, "pivot must be in [0, world_size)");
+  if (a.m_per_chunk <= 0 || a.n <= 0 || a.k <= 0) return fail(reason, "m_per_chunk, n and k must be > 0");
+  if (a.m_per_chunk % c.m_granularity != 0) {
+    return fail(reason, "m_per_chunk (" + std::to_string(a.m_per_chunk) +
+                            ") must be a multiple of " + std::to_string(c.m_granularity) +
+                            " (tile_m * cluster_m of " + c.name + ")");
+  }
+  if (a.n % 8 != 0 || a.k % 8 != 0) {
+    return fail(reason, "n and k must be multiples of 8 (16-byte TMA strides)");
+  }
+  const int64_t m = int64_t(a.world_size) * a.m_per_chunk;
+  const int64_t limit = INT32_MAX;
+  if (m > limit || a.n > limit || a.k > limit || m * a.k > limit || a.k * a.n > limit ||
+      m * a.n > limit) {
+    return fail(reason, "each tensor must have fewer than 2^31 elements (32-bit indexing)");
+  }
+  if (!a.chunk_flags) return fail(reason, "chunk_flags must not be null");
+  if (!a.error_words || (reinterpret_cast<std::uintptr_t>(a.error_words) & 3u) != 0) {
+    return fail(reason, "error_words must be 3 aligned device-visible words");
+  }
+  if (a.timeout_ns == 0) return fail(reason, "timeout_ns must be > 0 (every wait is bounded)");
+  if (sm_limit(a) < c.cluster_m * c.cluster_n) {
+    return fail(reason, "max_sms is smaller than one cluster of " + std::string(c.name));
+  }
+  return true;
+}
+
+std::size_t workspace_size(const NativeGemmConfig&, const NativeGemmArgs&) {
+  return 0;  // stock scheduler and epilogue need none; the gate uses the caller's words
+}
+
+cudaError_t launch(const NativeGemmConfig& c, const NativeGemmArgs& a, void* workspace,
+                   cudaStream_t stream) {
+  if (!can_implement(c, a, nullptr)) return cudaErrorInvalidValue;
+  const InstanceInfo* inst = find_instance(c, a.b_col_major);
+  return inst->launch(a, clamp_group(c, a), sm_limit(a), workspace, stream);
+}
+
+const NativeGemmConfig* choose_native_gemm_config(const NativeGemmArgs& a) {
+  const NativeGemmConfig* best = nullptr;
+  double best_score = 0;
+  for (const NativeGemmConfig& c : native_gemm_configs()) {
+    if (!can_implement(c, a, nullptr)) continue;
+    const int grid = grid_size(c, a);
+    if (grid <= 0) continue;
+    const int64_t m = int64_t(a.world_size) * a.m_per_chunk;
+    const int64_t tiles = (m / c.tile_m) * ((a.n + c.tile_n - 1) / c.tile_n);
+    const int64_t waves = (tiles + grid - 1) / grid;
+    const double wave_eff =
+        double(m) * double(a.n) / (double(waves) * grid * double(c.tile_m) * double(c.tile_n));
+    const double score = wave_eff * spec_efficiency(c);
+    if (!best || score > best_score + 1e-9) {
+      best = &c;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+int grid_size(const NativeGemmConfig& c, const NativeGemmArgs& a) {
+  if (!can_implement(c, a, nullptr)) return 0;
+  const InstanceInfo* inst = find_instance(c, a.b_col_major);
+  return inst->grid(a, clamp_group(c, a), sm_limit(a));
+}
+
+std::string native_gemm_error_message(const std::uint32_t words[3], std::uint64_t timeout_ns) {
+  if (words[0] == 0) return "";
+  const unsigned chunk = words[0] - 1u;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "native GEMM: chunk %u (rank %u's shard) was not signalled within %.3f ms: "
+                "its flag read %u, expected epoch %u",
+                chunk, chunk, double(timeout_ns) * 1e-6, words[1], words[2]);
+  return buf;
+}
+
+}  // namespace asynctp::cuda::native

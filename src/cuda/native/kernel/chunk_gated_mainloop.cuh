@@ -1,0 +1,78 @@
+// The chunk-gated mainloop: CUTLASS's stock sm90 TMA + GMMA warp-specialized
+// collective (as chosen by its CollectiveBuilder) whose producer-side load()
+// first acquires the chunk holding the tile's A rows, then calls the stock
+// load(). The consumer side (mma) is the stock one, untouched.
+//
+// The gate runs once per chunk per CTA: the producer warp remembers which
+// chunks it has acquired (a 64-bit mask; chunks >= 64 are re-checked whenever
+// the chunk changes, which costs one load of a ready flag).
+#pragma once
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+
+#include "chunk_gate.cuh"
+
+namespace asynctp::cuda::native::kernel {
+
+template <class StockMainloop>
+struct ChunkGatedMainloop : StockMainloop {
+  using Base = StockMainloop;
+  using typename Base::MainloopPipeline;
+  using typename Base::PipelineState;
+  using typename Base::TensorStorage;
+
+  struct Arguments : Base::Arguments {
+    ChunkGateParams gate{};
+  };
+
+  struct Params : Base::Params {
+    ChunkGateParams gate{};
+  };
+
+  template <class ProblemShape>
+  static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args,
+                                        void* workspace) {
+    Params params;
+    static_cast<typename Base::Params&>(params) =
+        Base::to_underlying_arguments(problem_shape, args, workspace);
+    params.gate = args.gate;
+    return params;
+  }
+
+  // Producer perspective: called by the whole producer warp for each output
+  // tile; blk_coord = (m tile, n tile, _, l).
+  template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
+  CUTLASS_DEVICE void load(Params const& params, MainloopPipeline pipeline,
+                           PipelineState smem_pipe_write,
+                           cute::tuple<TensorA, TensorB> const& load_inputs,
+                           BlockCoord const& blk_coord, KTileIterator k_tile_iter, int k_tile_count,
+                           int thread_idx, uint32_t block_rank_in_cluster,
+                           TensorStorage& shared_tensors) {
+#if defined(__CUDA_ARCH__)
+    acquire_chunk_of_tile(params.gate, static_cast<int>(cute::get<0>(blk_coord)));
+#endif
+    Base::load(params, pipeline, smem_pipe_write, load_inputs, blk_coord, k_tile_iter,
+               k_tile_count, thread_idx, block_rank_in_cluster, shared_tensors);
+  }
+
+ private:
+#if defined(__CUDA_ARCH__)
+  CUTLASS_DEVICE void acquire_chunk_of_tile(ChunkGateParams const& gate, int m_tile) {
+    const int chunk = m_tile / gate.tiles_per_chunk_m;
+    if (chunk == last_chunk_ || chunk >= gate.num_chunks) return;
+    last_chunk_ = chunk;
+    const uint64_t bit = chunk < 64 ? (uint64_t(1) << chunk) : 0;
+    if (acquired_mask_ & bit) return;
+    if (cute::elect_one_sync()) wait_for_chunk(gate, chunk);
+    __syncwarp();                // the warp agrees: the chunk is acquired (or given up)
+    fence_proxy_async_global();  // every lane: its TMA loads come after the acquire
+    acquired_mask_ |= bit;
+  }
+#endif
+
+  uint64_t acquired_mask_ = 0;
+  int last_chunk_ = -1;
+};
+
+}  // namespace asynctp::cuda::native::kernel
