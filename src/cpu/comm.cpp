@@ -124,7 +124,6 @@ void CpuComm::execute(const core::CallRecord& mine, const TensorView& b, const T
   ctx.epoch = epoch_;
   ctx.timeout_ms = timeout_ms;
   for (const core::CallRecord& record : group_.records) ctx.shards.push_back(record.shard);
-  ctx.gathered = a_gathered_out ? *a_gathered_out : gathered_workspace(mine.problem);
   ctx.c_out = c_out;
   ctx.signals = &signals_;
   ctx.trace = options.trace;
@@ -139,6 +138,9 @@ void CpuComm::execute(const core::CallRecord& mine, const TensorView& b, const T
   bool producer_launched = false;
   bool workers_launched = false;
   try {
+    // Inside the try: a failed allocation must still reach the completion
+    // barrier below, or every peer would wait out its timeout there.
+    ctx.gathered = a_gathered_out ? *a_gathered_out : gathered_workspace(mine.problem);
     order = producer_order(ctx);
     producer_.launch([&](int) {
       try {
