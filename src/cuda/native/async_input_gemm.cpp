@@ -43,27 +43,33 @@ const InstanceInfo* find_instance(const NativeGemmConfig& c, bool b_col_major) {
 // 128x128, measured on the H200 (bench/NOTES.md, "native kernel");
 // choose_native_gemm_config multiplies it with the wave efficiency, and ties
 // go to the earlier entry (256x160 won the measured ties, e.g. N = 1280).
+// `max_m` (0: any) limits where the chooser offers a config (total M =
+// world_size * m_per_chunk); it can still be launched by name anywhere.
 //   coop 256x160 2x1: N = 1280-like shapes (8 tiles of 160), m granularity 512
+//   coop 128x256 2x1 (= PyTorch's _async_input_mm config): M <= 4096, where it
+//     ties ping-pong on waves and measured faster (run 2, run 4), m gran. 256
 //   ping-pong 128x128 2x1: everything else, m granularity 256
 //   ping-pong 128x128 1x2: m_per_chunk a multiple of 128 only
 struct ConfigSpec {
   KernelSchedule schedule;
   int tile_m, tile_n, tile_k, cluster_m, cluster_n, swizzle;
   double efficiency;
+  std::int64_t max_m;
 };
 constexpr ConfigSpec kConfigSpecs[] = {
-    {KernelSchedule::kCooperative, 256, 160, 64, 2, 1, 2, 1.00},
-    {KernelSchedule::kPingpong, 128, 128, 64, 2, 1, 1, 1.00},
-    {KernelSchedule::kPingpong, 128, 128, 64, 1, 2, 4, 0.97},
+    {KernelSchedule::kCooperative, 256, 160, 64, 2, 1, 2, 1.00, 0},
+    {KernelSchedule::kCooperative, 128, 256, 64, 2, 1, 1, 1.00, 4096},
+    {KernelSchedule::kPingpong, 128, 128, 64, 2, 1, 1, 1.00, 0},
+    {KernelSchedule::kPingpong, 128, 128, 64, 1, 2, 4, 0.97, 0},
 };
 
-double spec_efficiency(const NativeGemmConfig& c) {
+const ConfigSpec* find_spec(const NativeGemmConfig& c) {
   for (const ConfigSpec& s : kConfigSpecs) {
     if (s.schedule == c.schedule && s.tile_m == c.tile_m && s.tile_n == c.tile_n &&
         s.tile_k == c.tile_k && s.cluster_m == c.cluster_m && s.cluster_n == c.cluster_n)
-      return s.efficiency;
+      return &s;
   }
-  return 0.9;
+  return nullptr;
 }
 
 std::string config_name(const ConfigSpec& s) {
@@ -202,14 +208,16 @@ const NativeGemmConfig* choose_native_gemm_config(const NativeGemmArgs& a) {
   double best_score = 0;
   for (const NativeGemmConfig& c : native_gemm_configs()) {
     if (!can_implement(c, a, nullptr)) continue;
+    const int64_t m = int64_t(a.world_size) * a.m_per_chunk;
+    const ConfigSpec* spec = find_spec(c);
+    if (spec && spec->max_m > 0 && m > spec->max_m) continue;
     const int grid = grid_size(c, a);
     if (grid <= 0) continue;
-    const int64_t m = int64_t(a.world_size) * a.m_per_chunk;
     const int64_t tiles = (m / c.tile_m) * ((a.n + c.tile_n - 1) / c.tile_n);
     const int64_t waves = (tiles + grid - 1) / grid;
     const double wave_eff =
         double(m) * double(a.n) / (double(waves) * grid * double(c.tile_m) * double(c.tile_n));
-    const double score = wave_eff * spec_efficiency(c);
+    const double score = wave_eff * (spec ? spec->efficiency : 0.9);
     if (!best || score > best_score + 1e-9) {
       best = &c;
       best_score = score;

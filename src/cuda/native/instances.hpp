@@ -35,7 +35,9 @@ struct InstanceInfo {
   X(coop_256x160x64_c2x1_brow)      \
   X(coop_256x160x64_c2x1_bcol)      \
   X(pp_128x128x64_c1x2_brow)        \
-  X(pp_128x128x64_c1x2_bcol)
+  X(pp_128x128x64_c1x2_bcol)        \
+  X(coop_128x256x64_c2x1_brow)      \
+  X(coop_128x256x64_c2x1_bcol)
 
 #define ASYNCTP_NATIVE_DECLARE_INSTANCE(id) const InstanceInfo& instance_##id();
 ASYNCTP_NATIVE_INSTANCES(ASYNCTP_NATIVE_DECLARE_INSTANCE)
