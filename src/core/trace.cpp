@@ -1,44 +1,15 @@
 #include "asynctp/trace.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "asynctp/error.hpp"
+#include "core/json_escape.hpp"
 
 namespace asynctp {
-namespace {
-
-std::string json_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 Trace::Trace() : origin_(Clock::now()) {}
 
@@ -100,13 +71,15 @@ std::string Trace::to_chrome_json() const {
   for (const auto& [key, id] : lane_ids) {
     separator();
     out << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " << key.first
-        << ", \"tid\": " << id << ", \"args\": {\"name\": \"" << json_escape(key.second) << "\"}}";
+        << ", \"tid\": " << id << ", \"args\": {\"name\": \"" << core::json_escape(key.second)
+        << "\"}}";
   }
   for (const Event& e : events) {
     separator();
     const int tid = lane_ids[{e.rank, e.lane}];
-    out << "{\"name\": \"" << json_escape(e.name) << "\", \"cat\": \"" << json_escape(e.category)
-        << "\", \"pid\": " << e.rank << ", \"tid\": " << tid << ", \"ts\": " << e.begin_us;
+    out << "{\"name\": \"" << core::json_escape(e.name) << "\", \"cat\": \""
+        << core::json_escape(e.category) << "\", \"pid\": " << e.rank << ", \"tid\": " << tid
+        << ", \"ts\": " << e.begin_us;
     if (e.duration_us >= 0) {
       out << ", \"ph\": \"X\", \"dur\": " << e.duration_us;
     } else {

@@ -3,39 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
-namespace asynctp::tool {
+#include "core/json_escape.hpp"
 
-std::string json_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out += c;  // UTF-8 passes through unchanged
-        }
-    }
-  }
-  return out;
-}
+namespace asynctp::tool {
 
 void JsonWriter::newline() { out_ << '\n' << std::string(2 * levels_.size(), ' '); }
 
@@ -80,13 +50,13 @@ void JsonWriter::end_array() {
 
 void JsonWriter::key(const std::string& name) {
   before_value();
-  out_ << '"' << json_escape(name) << "\": ";
+  out_ << '"' << core::json_escape(name) << "\": ";
   after_key_ = true;
 }
 
 void JsonWriter::value(const std::string& text) {
   before_value();
-  out_ << '"' << json_escape(text) << '"';
+  out_ << '"' << core::json_escape(text) << '"';
 }
 
 void JsonWriter::value(const char* text) { value(std::string(text)); }

@@ -43,6 +43,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-std::string json_escape(const std::string& text);
-
 }  // namespace asynctp::tool
