@@ -14,6 +14,7 @@ namespace asynctp {
 namespace {
 
 using asynctp_test::FusedProblem;
+using asynctp_test::make_shape;
 using asynctp_test::Seed;
 using asynctp_test::Shape;
 
@@ -23,18 +24,6 @@ struct AutoCase {
   Algorithm expected;
   const char* reason_part;
 };
-
-Shape shape(int world, std::int64_t m, std::int64_t n, std::int64_t k, DType dtype = DType::bf16,
-            bool b_col_major = false) {
-  Shape s;
-  s.world = world;
-  s.m = m;
-  s.n = n;
-  s.k = k;
-  s.dtype = dtype;
-  s.b_col_major = b_col_major;
-  return s;
-}
 
 void PrintTo(const AutoCase& c, std::ostream* out) { *out << c.name; }
 
@@ -55,8 +44,8 @@ TEST_P(AutoFallback, RunsTheFallbackCorrectlyAndSaysWhy) {
   cpu::Group group({c.shape.world, 2});
   FusedProblem problem(c.shape, rng);
   problem.poison_outputs();
-  const auto outcomes = asynctp_test::run_collective(
-      group, [&](Comm& comm) { return problem.call(comm, options); });
+  const auto outcomes =
+      asynctp_test::run_collective(group, [&](Comm& comm) { return problem.call(comm, options); });
   asynctp_test::expect_all_ok(outcomes);
   for (const auto& out : outcomes) {
     EXPECT_EQ(out.info.algorithm, c.expected) << out.info.reason;
@@ -70,21 +59,21 @@ TEST_P(AutoFallback, RunsTheFallbackCorrectlyAndSaysWhy) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, AutoFallback,
-    ::testing::Values(
-        AutoCase{"m_not_tile_multiple_pipelined", shape(2, 136, 40, 64), Algorithm::pipelined,
-                 "m per rank (136) is not a multiple of the native tile M (256)"},
-        AutoCase{"m_not_tile_multiple_small_chunks", shape(4, 40, 24, 32), Algorithm::decomposed,
-                 "chunks of 40 rows are below 128"},
-        AutoCase{"one_rank", shape(1, 40, 24, 32, DType::bf16, true), Algorithm::decomposed,
-                 "one rank has nothing to overlap"},
-        AutoCase{"fp16", shape(2, 256, 24, 40, DType::fp16), Algorithm::pipelined,
-                 "native needs bf16, got fp16"},
-        AutoCase{"fp32", shape(2, 256, 24, 40, DType::fp32, true), Algorithm::pipelined,
-                 "native needs bf16, got fp32"},
-        AutoCase{"n_not_multiple_of_8", shape(2, 256, 12, 40), Algorithm::pipelined,
-                 "n (12) is not a multiple of 8"},
-        AutoCase{"k_not_multiple_of_8", shape(2, 256, 16, 20), Algorithm::pipelined,
-                 "k (20) is not a multiple of 8"}),
+    ::testing::Values(AutoCase{"m_not_tile_multiple_pipelined", make_shape(2, 136, 40, 64),
+                               Algorithm::pipelined,
+                               "m per rank (136) is not a multiple of the native tile M (256)"},
+                      AutoCase{"m_not_tile_multiple_small_chunks", make_shape(4, 40, 24, 32),
+                               Algorithm::decomposed, "chunks of 40 rows are below 128"},
+                      AutoCase{"one_rank", make_shape(1, 40, 24, 32, DType::bf16, true),
+                               Algorithm::decomposed, "one rank has nothing to overlap"},
+                      AutoCase{"fp16", make_shape(2, 256, 24, 40, DType::fp16),
+                               Algorithm::pipelined, "native needs bf16, got fp16"},
+                      AutoCase{"fp32", make_shape(2, 256, 24, 40, DType::fp32, true),
+                               Algorithm::pipelined, "native needs bf16, got fp32"},
+                      AutoCase{"n_not_multiple_of_8", make_shape(2, 256, 12, 40),
+                               Algorithm::pipelined, "n (12) is not a multiple of 8"},
+                      AutoCase{"k_not_multiple_of_8", make_shape(2, 256, 16, 20),
+                               Algorithm::pipelined, "k (20) is not a multiple of 8"}),
     [](const ::testing::TestParamInfo<AutoCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -15,6 +15,7 @@ namespace asynctp {
 namespace {
 
 using asynctp_test::FusedProblem;
+using asynctp_test::make_shape;
 using asynctp_test::ScopedEnv;
 using asynctp_test::Seed;
 using asynctp_test::Shape;
@@ -27,16 +28,6 @@ struct CleanEnv {
   ScopedEnv timeout{"ASYNCTP_WAIT_TIMEOUT_MS", std::nullopt};
 };
 
-Shape shape(int world, std::int64_t m, std::int64_t n, std::int64_t k, DType dtype = DType::bf16) {
-  Shape s;
-  s.world = world;
-  s.m = m;
-  s.n = n;
-  s.k = k;
-  s.dtype = dtype;
-  return s;
-}
-
 RunInfo plan_on(cpu::Group& group, int rank, const FusedProblem& p, const Options& options) {
   const TensorView g = p.g(rank);
   return plan_fused_all_gather_matmul(group.comm(rank), p.a(rank), p.b(rank), p.c(rank),
@@ -44,14 +35,13 @@ RunInfo plan_on(cpu::Group& group, int rank, const FusedProblem& p, const Option
 }
 
 // Runs the collective and checks that each rank's RunInfo equals its plan.
-void expect_plan_matches_run(FusedProblem& problem, const Options& options,
-                             Algorithm expected) {
+void expect_plan_matches_run(FusedProblem& problem, const Options& options, Algorithm expected) {
   cpu::Group group({problem.world(), 2});
   std::vector<RunInfo> plans;
   for (int r = 0; r < problem.world(); ++r) plans.push_back(plan_on(group, r, problem, options));
   problem.poison_outputs();
-  const auto outcomes = asynctp_test::run_collective(
-      group, [&](Comm& comm) { return problem.call(comm, options); });
+  const auto outcomes =
+      asynctp_test::run_collective(group, [&](Comm& comm) { return problem.call(comm, options); });
   asynctp_test::expect_all_ok(outcomes);
   for (int r = 0; r < problem.world(); ++r) {
     const RunInfo& plan = plans[static_cast<std::size_t>(r)];
@@ -78,10 +68,10 @@ TEST(PlannerApi, PlanPredictsTheRun) {
     Options options;
     Algorithm expected;
   } cases[] = {
-      {shape(2, 32, 40, 24), native_tiles, Algorithm::native},
-      {shape(2, 136, 40, 24), {}, Algorithm::pipelined},
-      {shape(4, 20, 12, 24, DType::fp16), {}, Algorithm::decomposed},
-      {shape(1, 32, 40, 24), native_tiles, Algorithm::native},
+      {make_shape(2, 32, 40, 24), native_tiles, Algorithm::native},
+      {make_shape(2, 136, 40, 24), {}, Algorithm::pipelined},
+      {make_shape(4, 20, 12, 24, DType::fp16), {}, Algorithm::decomposed},
+      {make_shape(1, 32, 40, 24), native_tiles, Algorithm::native},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.shape.to_string());
@@ -95,7 +85,7 @@ TEST(PlannerApi, PlanWritesNothingAndIsLocal) {
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
   CleanEnv env;
-  FusedProblem problem(shape(4, 32, 16, 16), rng);
+  FusedProblem problem(make_shape(4, 32, 16, 16), rng);
   problem.poison_outputs();
   const auto before_c = problem.c_tensor(2).snapshot();
   const auto before_g = problem.g_tensor(2).snapshot();
@@ -112,7 +102,7 @@ TEST(PlannerApi, PlanRejectsWhatTheCallWouldReject) {
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
   CleanEnv env;
-  FusedProblem problem(shape(2, 20, 16, 16), rng);
+  FusedProblem problem(make_shape(2, 20, 16, 16), rng);
   cpu::Group group({2, 2});
   TensorView bad_c = problem.c(0);
   bad_c.rows -= 1;
@@ -147,12 +137,12 @@ TEST(PlannerApi, EnvironmentSelectsTheAlgorithm) {
   for (const char* forced : {"decomposed", "pipelined"}) {
     SCOPED_TRACE(forced);
     ScopedEnv env("ASYNCTP_ALGO", forced);
-    FusedProblem problem(shape(2, 32, 24, 16), rng);
+    FusedProblem problem(make_shape(2, 32, 24, 16), rng);
     expect_plan_matches_run(problem, tiles, parse_algorithm(forced, "test"));
   }
   {
     ScopedEnv env("ASYNCTP_ALGO", "auto");
-    FusedProblem problem(shape(2, 32, 24, 16), rng);
+    FusedProblem problem(make_shape(2, 32, 24, 16), rng);
     expect_plan_matches_run(problem, tiles, Algorithm::native);
   }
 }
@@ -164,7 +154,7 @@ TEST(PlannerApi, EnvironmentSetsTheTile) {
   CleanEnv clean;
   ScopedEnv tile_m("ASYNCTP_TILE_M", "16");
   ScopedEnv tile_n("ASYNCTP_TILE_N", "8");
-  FusedProblem problem(shape(2, 48, 24, 16), rng);
+  FusedProblem problem(make_shape(2, 48, 24, 16), rng);
   expect_plan_matches_run(problem, {}, Algorithm::native);
   cpu::Group group({2, 2});
   const RunInfo info = plan_on(group, 0, problem, {});
@@ -181,7 +171,7 @@ TEST(PlannerApi, OptionsBeatTheEnvironment) {
   Options options;
   options.algorithm = Algorithm::native;
   options.tile_m = 16;
-  FusedProblem problem(shape(2, 32, 24, 16), rng);
+  FusedProblem problem(make_shape(2, 32, 24, 16), rng);
   expect_plan_matches_run(problem, options, Algorithm::native);
   options.algorithm = Algorithm::pipelined;
   expect_plan_matches_run(problem, options, Algorithm::pipelined);
@@ -193,11 +183,11 @@ TEST(PlannerApi, InvalidEnvironmentFailsEveryRankNamingTheVariable) {
   auto rng = seed.rng();
   CleanEnv clean;
   ScopedEnv env("ASYNCTP_ALGO", "fastest");
-  FusedProblem problem(shape(2, 16, 8, 8), rng);
+  FusedProblem problem(make_shape(2, 16, 8, 8), rng);
   problem.poison_outputs();
   cpu::Group group({2, 2});
-  const auto outcomes = asynctp_test::run_collective(
-      group, [&](Comm& comm) { return problem.call(comm, {}); });
+  const auto outcomes =
+      asynctp_test::run_collective(group, [&](Comm& comm) { return problem.call(comm, {}); });
   for (const auto& out : outcomes) {
     EXPECT_FALSE(out.ok);
     EXPECT_EQ(out.code, ErrorCode::invalid_argument) << out.message;

@@ -30,12 +30,24 @@ struct Shape {
 
   std::string to_string() const {
     std::ostringstream s;
-    s << "W=" << world << " m=" << m << " n=" << n << " k=" << k << " "
-      << asynctp::to_string(dtype) << " b=" << (b_col_major ? "col" : "row")
-      << (gathered ? " gathered" : " no-gathered");
+    s << "W=" << world << " m=" << m << " n=" << n << " k=" << k << " " << asynctp::to_string(dtype)
+      << " b=" << (b_col_major ? "col" : "row") << (gathered ? " gathered" : " no-gathered");
     return s.str();
   }
 };
+
+// A shape with the gathered output on, for tests that list many shapes.
+inline Shape make_shape(int world, std::int64_t m, std::int64_t n, std::int64_t k,
+                        asynctp::DType dtype = asynctp::DType::bf16, bool b_col_major = false) {
+  Shape s;
+  s.world = world;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.dtype = dtype;
+  s.b_col_major = b_col_major;
+  return s;
+}
 
 class FusedProblem {
  public:
