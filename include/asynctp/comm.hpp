@@ -28,6 +28,11 @@ class Comm {
   virtual RunInfo fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
                                           const TensorView& c_out, const TensorView* a_gathered_out,
                                           const Options& options) = 0;
+  // Waits (bounded by the wait timeout) until the device work of every call
+  // this rank enqueued has finished, then throws the first error found only
+  // on the device (e.g. a chunk that never arrived). Synchronous backends
+  // (cpu) have nothing to wait for.
+  virtual void synchronize() {}
 };
 
 }  // namespace asynctp

@@ -18,6 +18,12 @@ RunInfo fused_all_gather_matmul(Comm& comm, const TensorView& a_shard, const Ten
                                 const TensorView& c_out, const TensorView* a_gathered_out,
                                 const Options& options = {});
 
+// GPU backends enqueue a call on options.stream and return; errors that only
+// the device can see (a chunk whose signal never came) surface here. Blocks
+// until this rank's enqueued calls are done (bounded), then throws the first
+// such error. A no-op for the CPU backend.
+void synchronize(Comm& comm);
+
 }  // namespace asynctp
 
 namespace asynctp {

@@ -44,6 +44,12 @@ struct Options {
   std::optional<std::int64_t> tile_m;           // ASYNCTP_TILE_M (native tile rows)
   std::optional<std::int64_t> tile_n;           // ASYNCTP_TILE_N (native tile columns)
   Trace* trace = nullptr;                       // records spans when set
+  // GPU backends: the stream the call is ordered on (a cudaStream_t; nullptr
+  // = the legacy default stream). The call enqueues its work there, forks any
+  // side streams from it and joins them back, and returns without waiting for
+  // the device (see asynctp::synchronize). Ignored by the CPU backend, whose
+  // calls are synchronous.
+  void* stream = nullptr;
   ArrivalHooks hooks;                           // testing only
 };
 

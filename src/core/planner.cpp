@@ -67,6 +67,12 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
       break;
   }
 
+  if (!caps.no_overlap_reason.empty()) {
+    result = {Algorithm::decomposed, 0, 0,
+              "nothing can overlap here (" + caps.no_overlap_reason + "); native and pipelined "
+              "would only add work"};
+    return result;
+  }
   if (!blocker) {
     result = {Algorithm::native, tile_m, tile_n,
               "bf16, m per rank " + num(problem.m) + " is a multiple of tile M " + num(tile_m) +

@@ -22,6 +22,10 @@ struct BackendCaps {
   // Below this many rows per chunk, per-chunk GEMMs are too small to pay for
   // their launch, so pipelined is not chosen automatically.
   std::int64_t min_pipelined_chunk_rows = 128;
+  // Set when nothing can overlap on this backend as configured (e.g. one
+  // CUDA hardware queue for every stream): auto then picks decomposed, the
+  // cheapest way to do the same work in sequence. Forced algorithms still run.
+  std::string no_overlap_reason;
 };
 
 struct Plan {

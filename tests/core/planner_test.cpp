@@ -194,5 +194,18 @@ TEST(Planner, CustomTilesChangeTheDivisibilityRule) {
   EXPECT_EQ(p32.tile_n, 16);
 }
 
+TEST(Planner, NoOverlapPossibleMakesAutoDecomposedButForcedStillRuns) {
+  BackendCaps c = caps();
+  c.no_overlap_reason = "one hardware queue";
+  const Plan p = plan(problem(4, 512, 1024, 1024), c, ResolvedOptions{});
+  EXPECT_EQ(Algorithm::decomposed, p.algorithm);
+  EXPECT_NE(std::string::npos, p.reason.find("one hardware queue")) << p.reason;
+
+  const Plan native = plan(problem(4, 512, 1024, 1024), c, forced(Algorithm::native));
+  EXPECT_EQ(Algorithm::native, native.algorithm);
+  const Plan piped = plan(problem(4, 512, 1024, 1024), c, forced(Algorithm::pipelined));
+  EXPECT_EQ(Algorithm::pipelined, piped.algorithm);
+}
+
 }  // namespace
 }  // namespace asynctp::core
