@@ -1,0 +1,93 @@
+#include "cuda/arrival_clock.hpp"
+
+#include <atomic>
+
+namespace asynctp::cuda {
+namespace {
+
+// How long after arm() the clock polls without sleeping.
+constexpr std::chrono::seconds kCloseWatch{2};
+// Poll interval otherwise (graph replays start without a host call).
+constexpr std::chrono::microseconds kLazyPoll{20};
+
+std::uint32_t load(std::uint32_t* word) {
+  return std::atomic_ref<std::uint32_t>(*word).load(std::memory_order_acquire);
+}
+
+void store(std::uint32_t* word, std::uint32_t value) {
+  std::atomic_ref<std::uint32_t>(*word).store(value, std::memory_order_release);
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+ArrivalClock::ArrivalClock(int pieces)
+    : words_(static_cast<std::size_t>(pieces) + 1, "arrival clock words (cudaHostAlloc mapped)"),
+      thread_([this] { loop(); }) {}
+
+ArrivalClock::~ArrivalClock() {
+  stop_ = true;
+  thread_.join();
+}
+
+void ArrivalClock::arm(const std::vector<int>& pieces, double seconds_per_piece) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pieces_ = pieces;
+    seconds_per_piece_ = seconds_per_piece;
+  }
+  const auto until = now_ns() + std::chrono::nanoseconds(kCloseWatch).count();
+  watch_closely_until_ns_.store(until, std::memory_order_relaxed);
+}
+
+void ArrivalClock::loop() {
+  std::uint32_t* start = words_.host();
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const std::uint32_t epoch = load(start);
+    if (epoch != 0) {
+      store(start, 0);  // consumed: the next call or replay writes it again
+      run_schedule(epoch);
+      continue;
+    }
+    if (now_ns() < watch_closely_until_ns_.load(std::memory_order_relaxed)) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(kLazyPoll);
+    }
+  }
+}
+
+void ArrivalClock::run_schedule(std::uint32_t epoch) {
+  const auto t0 = Clock::now();
+  std::vector<int> pieces;
+  double spp = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pieces = pieces_;
+    spp = seconds_per_piece_;
+  }
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const auto due = t0 + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(spp * static_cast<double>(i + 1)));
+    // Sleep while far from the deadline, then spin: releases are a few
+    // microseconds apart at NVLink-class speeds. Stopping the clock still
+    // releases every word, so no stream is left waiting.
+    while (!stop_.load(std::memory_order_relaxed)) {
+      const auto left = due - Clock::now();
+      if (left <= Clock::duration::zero()) break;
+      if (left > std::chrono::microseconds(300)) {
+        std::this_thread::sleep_for(left - std::chrono::microseconds(200));
+      } else {
+        std::this_thread::yield();
+      }
+    }
+    store(words_.host() + 1 + pieces[i], epoch);
+  }
+}
+
+}  // namespace asynctp::cuda

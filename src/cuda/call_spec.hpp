@@ -1,0 +1,69 @@
+// One rank's call after planning and agreement: everything the device work
+// needs, with every pointer resolved.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "async_input_gemm.hpp"
+#include "asynctp/cuda.hpp"
+#include "asynctp/tensor.hpp"
+#include "core/planner.hpp"
+#include "core/problem.hpp"
+
+namespace asynctp::cuda {
+
+struct CallSpec {
+  core::ProblemDesc problem;
+  core::Plan plan;
+  const native::NativeGemmConfig* config = nullptr;  // native only
+  Link link = Link::pcie;
+  double link_gbps = 0;
+  std::vector<const void*> shards;  // chunk c = rank c's shard (device memory)
+  TensorView b;
+  TensorView c_out;
+  void* gathered = nullptr;  // (world_size * m) x k, row-major
+  cudaStream_t stream = nullptr;
+  std::uint32_t epoch = 1;
+  std::int64_t timeout_ms = 0;
+  // The peers' chunks in the order the producer moves them (the schedule's
+  // order, pivot excluded, unless a test hook reordered it).
+  std::vector<int> arrival_order;
+  std::vector<bool> dropped;  // per chunk: never moved nor signalled (tests)
+  // Each chunk moves and is signalled as this many equal row pieces (flag of
+  // piece j of chunk c: c * pieces + j). Finer signals shorten the native
+  // GEMM's tail after the last byte arrives; see signal_pieces().
+  int pieces = 1;
+
+  std::size_t chunk_bytes() const {
+    return static_cast<std::size_t>(problem.m * problem.k) * element_size(problem.dtype);
+  }
+  std::size_t piece_bytes() const { return chunk_bytes() / static_cast<std::size_t>(pieces); }
+  void* gathered_chunk(int c) const {
+    return static_cast<char*>(gathered) + chunk_bytes() * static_cast<std::size_t>(c);
+  }
+};
+
+// Most signal pieces per chunk (sizes the flags, release words and events).
+inline constexpr int kMaxSignalPieces = 4;
+// Pieces of at least this size: smaller copies lose copy-engine efficiency.
+inline constexpr std::size_t kMinPieceBytes = 2u << 20;
+
+// The pieces a chunk of `rows` rows is split into: the largest of 4, 2, 1
+// whose pieces are at least kMinPieceBytes and hold a whole number of
+// `row_granularity` rows (the native kernel's tile granularity, so a tile
+// never straddles two pieces; 1 for the library GEMM paths).
+inline int signal_pieces(std::int64_t rows, std::size_t chunk_bytes, std::int64_t row_granularity) {
+  for (int p = kMaxSignalPieces; p > 1; p /= 2) {
+    if (rows % (row_granularity * p) == 0 &&
+        chunk_bytes / static_cast<std::size_t>(p) >= kMinPieceBytes) {
+      return p;
+    }
+  }
+  return 1;
+}
+
+}  // namespace asynctp::cuda

@@ -1,0 +1,347 @@
+#include "cuda/comm.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <string>
+#include <thread>
+
+#include "asynctp/error.hpp"
+#include "core/config.hpp"
+#include "core/log.hpp"
+#include "core/schedule.hpp"
+#include "core/signals.hpp"
+#include "core/validate.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/enqueue_call.hpp"
+
+namespace asynctp::cuda {
+
+struct CudaComm::Checked {
+  core::ResolvedOptions resolved;
+  core::ProblemDesc problem;
+  core::Plan plan;
+  const native::NativeGemmConfig* config = nullptr;
+  int pieces = 1;  // signal pieces per chunk
+  bool capturing = false;
+};
+
+namespace {
+
+[[noreturn]] void fail(const std::string& argument, const std::string& rule) {
+  throw Error(ErrorCode::invalid_argument, argument + ": " + rule);
+}
+
+// The view must describe memory of the group's device, and the pointer must
+// really be device memory: a host pointer would fault inside a kernel, far
+// from the mistake.
+void check_on_device(const char* name, const TensorView& t, int device) {
+  if (t.device.index != device) {
+    fail(name, "must live on CUDA device " + std::to_string(device) +
+                   " (the group's device), got device " + std::to_string(t.device.index));
+  }
+  cudaPointerAttributes attributes{};
+  const cudaError_t e = cudaPointerGetAttributes(&attributes, t.data);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    fail(name, std::string("is not a pointer CUDA knows (cudaPointerGetAttributes: ") +
+                   cudaGetErrorName(e) + ")");
+  }
+  if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
+    fail(name, "must point to device memory (cudaMalloc or managed); got " +
+                   std::string(attributes.type == cudaMemoryTypeHost ? "pinned host"
+                                                                     : "unregistered host") +
+                   " memory");
+  }
+  if (attributes.device != device) {
+    fail(name, "points to memory of CUDA device " + std::to_string(attributes.device) +
+                   ", not the group's device " + std::to_string(device));
+  }
+}
+
+RunInfo to_run_info(const core::Plan& plan) {
+  return {plan.algorithm, plan.tile_m, plan.tile_n, plan.reason};
+}
+
+bool stream_is_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing(options.stream)");
+  return status == cudaStreamCaptureStatusActive;
+}
+
+std::vector<int> arrival_order(int world, int rank, const ArrivalHooks& hooks) {
+  std::vector<int> order = core::chunk_order(world, rank);
+  if (hooks.reorder) {
+    std::vector<int> reordered = hooks.reorder(rank, order);
+    std::vector<int> sorted = reordered;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int> expected = order;
+    std::sort(expected.begin(), expected.end());
+    if (sorted != expected) {
+      fail("options.hooks.reorder", "must return a permutation of the chunk order it is given");
+    }
+    order = reordered;
+  }
+  order.erase(std::remove(order.begin(), order.end(), rank), order.end());
+  return order;
+}
+
+}  // namespace
+
+CudaComm::CudaComm(LoopbackState& group, int rank)
+    : group_(group), rank_(rank), res_(group.config.world_size) {}
+
+CudaComm::Checked CudaComm::check_call(const TensorView& a_shard, const TensorView& b,
+                                       const TensorView& c_out, const TensorView* a_gathered_out,
+                                       const Options& options) const {
+  const int device = group_.config.device;
+  check_cuda(cudaSetDevice(device), "cudaSetDevice(group device)");
+  Checked out;
+  out.resolved = core::resolve_options(options);
+  out.problem = core::validate_fused_all_gather_matmul(
+      group_.config.world_size, rank_, DeviceKind::cuda, a_shard, b, c_out, a_gathered_out);
+  check_on_device("a_shard", a_shard, device);
+  check_on_device("b", b, device);
+  check_on_device("c_out", c_out, device);
+  if (a_gathered_out) check_on_device("a_gathered_out", *a_gathered_out, device);
+
+  const CudaCapsChoice choice = cuda_caps(group_.device, out.problem, out.resolved);
+  out.plan = core::plan(out.problem, choice.caps, out.resolved);
+  if (out.plan.algorithm == Algorithm::native) {
+    out.config = choice.config;
+    if (!out.config) {
+      throw Error(ErrorCode::unsupported, "native: no kernel config can run this problem");
+    }
+  }
+  const std::size_t chunk_bytes =
+      static_cast<std::size_t>(out.problem.m * out.problem.k) * element_size(out.problem.dtype);
+  out.pieces =
+      signal_pieces(out.problem.m, chunk_bytes, out.config ? out.config->m_granularity : 1);
+  if (out.config) {
+    out.plan.reason += std::string(" (kernel ") + out.config->name + ", " +
+                       std::to_string(out.pieces) + " signal" + (out.pieces > 1 ? "s" : "") +
+                       " per chunk)";
+  }
+  if (options.hooks.before_copy) {
+    fail("options.hooks.before_copy",
+         "not supported by the cuda backend (a host-side delay would only delay the enqueue); "
+         "delay arrivals with Link::arrival and a low link_gbps");
+  }
+  if (options.hooks.drop && out.plan.algorithm != Algorithm::native) {
+    fail("options.hooks.drop",
+         "the cuda backend honours it for native only, whose waits are bounded in the kernel; "
+         "pipelined and decomposed wait on copy events that a dropped chunk would never record");
+  }
+  out.capturing = stream_is_capturing(static_cast<cudaStream_t>(options.stream));
+  if (out.capturing && group_.config.serialize_ranks) {
+    fail("options.stream",
+         "is capturing a CUDA graph, but LoopbackConfig::serialize_ranks orders the ranks' "
+         "streams through each other, which separate captures cannot hold");
+  }
+  return out;
+}
+
+RunInfo CudaComm::plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
+                                               const TensorView& c_out,
+                                               const TensorView* a_gathered_out,
+                                               const Options& options) const {
+  return to_run_info(check_call(a_shard, b, c_out, a_gathered_out, options).plan);
+}
+
+CallSpec CudaComm::make_spec(const Checked& checked, const TensorView& b, const TensorView& c_out,
+                             const TensorView* a_gathered_out, const Options& options) {
+  CallSpec spec;
+  spec.problem = checked.problem;
+  spec.plan = checked.plan;
+  spec.config = checked.config;
+  spec.link = group_.config.link;
+  spec.link_gbps = group_.config.link_gbps;
+  for (const core::CallRecord& record : group_.records) spec.shards.push_back(record.shard.data);
+  spec.b = b;
+  spec.c_out = c_out;
+  spec.stream = static_cast<cudaStream_t>(options.stream);
+  spec.timeout_ms = checked.resolved.wait_timeout_ms;
+  spec.arrival_order = arrival_order(spec.problem.world_size, rank_, options.hooks);
+  spec.dropped.assign(static_cast<std::size_t>(spec.problem.world_size), false);
+  for (int c : spec.arrival_order) {
+    spec.dropped[static_cast<std::size_t>(c)] = options.hooks.drop && options.hooks.drop(rank_, c);
+  }
+
+  spec.pieces = checked.pieces;
+  const std::size_t gathered_bytes =
+      spec.chunk_bytes() * static_cast<std::size_t>(spec.problem.world_size);
+  if (checked.capturing) {
+    // Allocation and thread creation cannot happen inside a capture.
+    const bool gathered_ready = a_gathered_out || res_.gathered.size() >= gathered_bytes;
+    const bool link_ready = spec.link == Link::pcie ? true : res_.clock != nullptr;
+    const bool gemm_ready = spec.plan.algorithm == Algorithm::native ||
+                            (res_.gemm[0].ready() &&
+                             (spec.plan.algorithm != Algorithm::pipelined || res_.gemm[1].ready()));
+    if (!gathered_ready || !link_ready || !gemm_ready) {
+      fail("options.stream",
+           "is capturing a CUDA graph, but this call would first have to allocate its "
+           "workspace, clock or cuBLAS handle; make the same call once uncaptured first (or pass "
+           "a_gathered_out)");
+    }
+  }
+  spec.gathered = a_gathered_out ? a_gathered_out->data
+                                 : res_.gathered.ensure(gathered_bytes, "cudaMalloc(gathered A)");
+  epoch_ = core::next_epoch(epoch_);
+  spec.epoch = epoch_;
+  return spec;
+}
+
+RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
+                                          const TensorView& c_out, const TensorView* a_gathered_out,
+                                          const Options& options) {
+  const int world = group_.config.world_size;
+  RankEvents& mine_events = *group_.events[static_cast<std::size_t>(rank_)];
+  const cudaStream_t stream = static_cast<cudaStream_t>(options.stream);
+
+  // 1. Check locally; publish the outcome even on failure (core agreement).
+  core::CallRecord& mine = group_.records[static_cast<std::size_t>(rank_)];
+  mine = core::CallRecord{};
+  mine.world_size = world;
+  std::exception_ptr local_error;
+  Checked checked;
+  try {
+    checked = check_call(a_shard, b, c_out, a_gathered_out, options);
+    mine.problem = checked.problem;
+    mine.plan = checked.plan;
+    mine.shard = a_shard;
+    // The shard's writers are the caller's earlier work on its stream.
+    mine_events.shard_ready_recorded = false;
+    if (!checked.capturing) {
+      check_cuda(cudaEventRecord(mine_events.shard_ready.get(), stream),
+                 "cudaEventRecord(shard ready)");
+      mine_events.shard_ready_recorded = true;
+    }
+    mine.ok = true;
+  } catch (const Error& e) {
+    local_error = std::current_exception();
+    mine.error = e.what();
+  }
+  const std::int64_t timeout_ms =
+      mine.ok ? checked.resolved.wait_timeout_ms : core::kDefaultWaitTimeoutMs;
+
+  // 2. Agree: every rank reads the same records and reaches the same verdict.
+  group_.barrier.arrive_and_wait(rank_, "arguments", timeout_ms);
+  const std::string disagreement = core::find_disagreement(group_.records);
+  if (!disagreement.empty()) {
+    group_.barrier.arrive_and_wait(rank_, "abort", timeout_ms);
+    if (local_error) std::rethrow_exception(local_error);
+    throw Error(ErrorCode::mismatch, disagreement);
+  }
+  if (core::log_enabled(core::LogLevel::info)) {
+    core::log(core::LogLevel::info, rank_,
+              mine.problem.to_string() + " -> " + to_string(mine.plan.algorithm) + ": " +
+                  mine.plan.reason);
+  }
+
+  // 3. Enqueue one rank after another, so that in every hardware queue the
+  //    work a wait depends on is ahead of the wait (enqueue_call.cpp).
+  std::exception_ptr enqueue_error;
+  for (int turn = 0; turn < world; ++turn) {
+    if (turn == rank_) {
+      try {
+        mine_events.reads_done_recorded = false;
+        CallSpec spec = make_spec(checked, b, c_out, a_gathered_out, options);
+        if (group_.config.serialize_ranks && group_.chain_recorded) {
+          check_cuda(cudaStreamWaitEvent(stream, group_.chain.get(), 0),
+                     "cudaStreamWaitEvent(previous rank's call)");
+        }
+        if (!checked.capturing) {
+          for (int p = 0; p < world; ++p) {
+            const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
+            if (p != rank_ && peer.shard_ready_recorded) {
+              check_cuda(cudaStreamWaitEvent(stream, peer.shard_ready.get(), 0),
+                         "cudaStreamWaitEvent(peer shard ready)");
+            }
+          }
+        }
+        enqueue_call(spec, res_);
+        pending_timeout_ms_ = spec.timeout_ms;
+        pending_epoch_ = spec.epoch;
+        pending_pieces_ = spec.pieces;
+        if (!checked.capturing) {
+          check_cuda(cudaEventRecord(mine_events.reads_done.get(), stream),
+                     "cudaEventRecord(reads done)");
+          mine_events.reads_done_recorded = true;
+        }
+        if (group_.config.serialize_ranks) {
+          check_cuda(cudaEventRecord(group_.chain.get(), stream), "cudaEventRecord(chain)");
+          group_.chain_recorded = true;
+        }
+      } catch (...) {
+        enqueue_error = std::current_exception();
+      }
+    }
+    group_.barrier.arrive_and_wait(rank_, "enqueue", timeout_ms);
+  }
+
+  // 4. The caller may overwrite its shard once its stream moves on: make the
+  //    stream wait until every peer has read it.
+  //    synchronize() waits for that point too: then the shard is free.
+  if (!checked.capturing && !enqueue_error) {
+    try {
+      for (int p = 0; p < world; ++p) {
+        const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
+        if (p == rank_ || !peer.reads_done_recorded) continue;
+        check_cuda(cudaStreamWaitEvent(stream, peer.reads_done.get(), 0),
+                   "cudaStreamWaitEvent(peer reads done)");
+      }
+      check_cuda(cudaEventRecord(res_.call_done.get(), stream), "cudaEventRecord(call done)");
+      pending_ = true;
+    } catch (...) {
+      enqueue_error = std::current_exception();
+    }
+  }
+  if (enqueue_error) std::rethrow_exception(enqueue_error);
+  return to_run_info(mine.plan);
+}
+
+void CudaComm::synchronize() {
+  check_cuda(cudaSetDevice(group_.config.device), "cudaSetDevice(group device)");
+  if (pending_) {
+    // A serialized rank also waits for the ranks before it.
+    const std::int64_t bound_ms =
+        (static_cast<std::int64_t>(group_.config.world_size) + 1) * pending_timeout_ms_ + 10'000;
+    const auto start = std::chrono::steady_clock::now();
+    while (true) {
+      const cudaError_t q = cudaEventQuery(res_.call_done.get());
+      if (q == cudaSuccess) break;
+      if (q != cudaErrorNotReady) check_cuda(q, "device work of the last call");
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+      if (waited > bound_ms) {
+        throw Error(ErrorCode::timeout, "synchronize: rank " + std::to_string(rank_) +
+                                            "'s call (epoch " + std::to_string(pending_epoch_) +
+                                            ") is still running on the device after " +
+                                            std::to_string(waited) + " ms");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    pending_ = false;
+  }
+  // The native kernel's gate leaves the first timed-out chunk here (graph
+  // replays included); reading clears it.
+  std::uint32_t words[3] = {0, 0, 0};
+  const cudaStream_t s = res_.copy_in.get();
+  check_cuda(
+      cudaMemcpyAsync(words, res_.error_words.get(), sizeof words, cudaMemcpyDeviceToHost, s),
+      "cudaMemcpyAsync(error words)");
+  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize(error words)");
+  if (words[0] == 0) return;
+  // The kernel counts signal pieces; name the chunk (= the rank) instead.
+  words[0] = 1 + (words[0] - 1) / static_cast<std::uint32_t>(pending_pieces_);
+  check_cuda(cudaMemsetAsync(res_.error_words.get(), 0, sizeof words, s),
+             "cudaMemsetAsync(error words)");
+  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize(error words)");
+  throw Error(ErrorCode::timeout,
+              "rank " + std::to_string(rank_) + ": " +
+                  native::native_gemm_error_message(
+                      words, static_cast<std::uint64_t>(pending_timeout_ms_) * 1'000'000u));
+}
+
+}  // namespace asynctp::cuda

@@ -1,0 +1,48 @@
+// One virtual rank of a loopback group: the Comm the user calls.
+#pragma once
+
+#include <cstdint>
+
+#include "asynctp/comm.hpp"
+#include "cuda/call_spec.hpp"
+#include "cuda/loopback_state.hpp"
+#include "cuda/rank_resources.hpp"
+
+namespace asynctp::cuda {
+
+class CudaComm final : public Comm {
+ public:
+  CudaComm(LoopbackState& group, int rank);
+
+  int rank() const noexcept override { return rank_; }
+  int world_size() const noexcept override { return group_.config.world_size; }
+  DeviceKind device_kind() const noexcept override { return DeviceKind::cuda; }
+  const char* backend_name() const noexcept override { return "cuda"; }
+
+  RunInfo plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
+                                       const TensorView& c_out, const TensorView* a_gathered_out,
+                                       const Options& options) const override;
+  RunInfo fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
+                                  const TensorView& c_out, const TensorView* a_gathered_out,
+                                  const Options& options) override;
+  void synchronize() override;
+
+ private:
+  struct Checked;  // a call after its local checks
+  Checked check_call(const TensorView& a_shard, const TensorView& b, const TensorView& c_out,
+                     const TensorView* a_gathered_out, const Options& options) const;
+  CallSpec make_spec(const Checked& checked, const TensorView& b, const TensorView& c_out,
+                     const TensorView* a_gathered_out, const Options& options);
+
+  LoopbackState& group_;
+  const int rank_;
+  RankResources res_;
+  std::uint32_t epoch_ = 0;
+  // The last call not yet synchronized, for synchronize()'s bound and message.
+  bool pending_ = false;
+  std::int64_t pending_timeout_ms_ = 0;
+  std::uint32_t pending_epoch_ = 0;
+  int pending_pieces_ = 1;
+};
+
+}  // namespace asynctp::cuda

@@ -1,0 +1,17 @@
+// The device work of one rank's call, enqueued in dependency order: the
+// producer (every copy, wait and signal write) before the GEMM that consumes
+// it. That order is what keeps the call deadlock-free when streams share
+// hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, or more streams than queues):
+// each queue is FIFO, and nothing ever waits on work enqueued after it.
+#pragma once
+
+#include "cuda/call_spec.hpp"
+#include "cuda/rank_resources.hpp"
+
+namespace asynctp::cuda {
+
+// Forks the side streams from call.stream, enqueues the call and joins them
+// back into call.stream.
+void enqueue_call(const CallSpec& call, RankResources& res);
+
+}  // namespace asynctp::cuda

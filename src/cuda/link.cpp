@@ -1,0 +1,75 @@
+#include "cuda/link.hpp"
+
+#include <memory>
+#include <vector>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/stream_memops.hpp"
+
+namespace asynctp::cuda {
+namespace {
+
+std::uint32_t* flag(const RankResources& res, int c) {
+  return static_cast<std::uint32_t*>(res.flags.get()) + c;
+}
+
+}  // namespace
+
+void enqueue_pcie_link(const CallSpec& call, RankResources& res) {
+  const std::size_t bytes = call.piece_bytes();
+  char* bounce = static_cast<char*>(
+      res.bounce.ensure(call.chunk_bytes() * static_cast<std::size_t>(call.problem.world_size),
+                        "cudaHostAlloc(PCIe link bounce buffer)"));
+  for (int c : call.arrival_order) {
+    if (call.dropped[static_cast<std::size_t>(c)]) continue;
+    for (int j = 0; j < call.pieces; ++j) {
+      const int piece = c * call.pieces + j;
+      const std::size_t offset = bytes * static_cast<std::size_t>(j);
+      char* slot = bounce + bytes * static_cast<std::size_t>(piece);
+      const cudaEvent_t staged = res.staged[static_cast<std::size_t>(piece)]->get();
+      check_cuda(
+          cudaMemcpyAsync(
+              slot, static_cast<const char*>(call.shards[static_cast<std::size_t>(c)]) + offset,
+              bytes, cudaMemcpyDeviceToHost, res.copy_out.get()),
+          "cudaMemcpyAsync(peer shard piece to pinned host)");
+      check_cuda(cudaEventRecord(staged, res.copy_out.get()), "cudaEventRecord(staged)");
+      check_cuda(cudaStreamWaitEvent(res.copy_in.get(), staged, 0), "cudaStreamWaitEvent(staged)");
+      check_cuda(cudaMemcpyAsync(static_cast<char*>(call.gathered_chunk(c)) + offset, slot, bytes,
+                                 cudaMemcpyHostToDevice, res.copy_in.get()),
+                 "cudaMemcpyAsync(pinned host to gathered piece)");
+      write_value32(res.copy_in.get(), flag(res, piece), call.epoch);
+    }
+    check_cuda(cudaEventRecord(res.arrived[static_cast<std::size_t>(c)]->get(), res.copy_in.get()),
+               "cudaEventRecord(arrived)");
+  }
+}
+
+void enqueue_arrival_link(const CallSpec& call, RankResources& res) {
+  const int world = call.problem.world_size;
+  if (!res.clock) res.clock = std::make_unique<ArrivalClock>(world * kMaxSignalPieces);
+  // The clock releases every peer piece, dropped or not, so that a stream of
+  // an earlier call still waiting on some piece is always freed.
+  std::vector<int> pieces;
+  for (int c : call.arrival_order) {
+    for (int j = 0; j < call.pieces; ++j) pieces.push_back(c * call.pieces + j);
+  }
+  const double seconds_per_piece = static_cast<double>(call.piece_bytes()) / (call.link_gbps * 1e9);
+  res.clock->arm(pieces, seconds_per_piece);
+
+  const cudaStream_t s = res.copy_in.get();
+  // A captured graph replays the same epoch: clear the release words first.
+  for (int piece : pieces) write_value32(s, res.clock->release_word(piece), 0);
+  write_value32(s, res.clock->start_word(), call.epoch);
+  for (int c : call.arrival_order) {
+    if (call.dropped[static_cast<std::size_t>(c)]) continue;
+    for (int j = 0; j < call.pieces; ++j) {
+      const int piece = c * call.pieces + j;
+      wait_value32_equal(s, res.clock->release_word(piece), call.epoch);
+      write_value32(s, flag(res, piece), call.epoch);
+    }
+    check_cuda(cudaEventRecord(res.arrived[static_cast<std::size_t>(c)]->get(), s),
+               "cudaEventRecord(arrived)");
+  }
+}
+
+}  // namespace asynctp::cuda

@@ -1,0 +1,23 @@
+// The producer side of the loopback transports (asynctp/cuda.hpp, Link).
+// Both move or release the peers' chunks without an SM, so a full persistent
+// grid can wait on them: copies to and from pinned host memory run on copy
+// engines, and signals are stream memory operations. Each piece ends with its
+// flag set to the call's epoch, and each chunk with res.arrived[c] recorded.
+#pragma once
+
+#include "cuda/call_spec.hpp"
+#include "cuda/rank_resources.hpp"
+
+namespace asynctp::cuda {
+
+// Link::pcie: per chunk, device -> pinned bounce on copy_out, then bounce ->
+// gathered on copy_in once staged; the two hops of successive chunks overlap.
+// Both streams must already wait on res.fork.
+void enqueue_pcie_link(const CallSpec& call, RankResources& res);
+
+// Link::arrival: the chunks are already in the gathered buffer (placed on the
+// caller's stream before the fork); copy_in starts the rank's arrival clock,
+// then for each piece waits for its release word and writes its flag.
+void enqueue_arrival_link(const CallSpec& call, RankResources& res);
+
+}  // namespace asynctp::cuda

@@ -1,0 +1,32 @@
+#include "cuda/rank_resources.hpp"
+
+#include <cstdint>
+
+#include "cuda/call_spec.hpp"
+#include "cuda/cuda_check.hpp"
+
+namespace asynctp::cuda {
+
+RankResources::RankResources(int world_size)
+    : copy_in("stream create (copy in)"),
+      compute("stream create (GEMM)"),
+      lane2("stream create (GEMM lane 2)"),
+      copy_out("stream create (copy out)"),
+      fork("event create"),
+      copy_out_done("event create"),
+      copy_in_done("event create"),
+      compute_done("event create"),
+      lane2_done("event create"),
+      call_done("event create") {
+  for (int c = 0; c < world_size; ++c) {
+    arrived.push_back(std::make_unique<Event>("event create"));
+  }
+  const int pieces = world_size * kMaxSignalPieces;
+  for (int p = 0; p < pieces; ++p) staged.push_back(std::make_unique<Event>("event create"));
+  flags.ensure(static_cast<std::size_t>(pieces) * sizeof(std::uint32_t), "cudaMalloc(flags)");
+  check_cuda(cudaMemset(flags.get(), 0, flags.size()), "cudaMemset(flags)");
+  error_words.ensure(3 * sizeof(std::uint32_t), "cudaMalloc(error words)");
+  check_cuda(cudaMemset(error_words.get(), 0, error_words.size()), "cudaMemset(error words)");
+}
+
+}  // namespace asynctp::cuda

@@ -1,0 +1,39 @@
+// A virtual rank's own device resources, made once and reused by every call:
+// side streams, per-chunk events, signal flags, error words, the gathered
+// workspace, the pinned bounce buffer of the PCIe link, cuBLAS handles and
+// the arrival clock (made on first use).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cuda/arrival_clock.hpp"
+#include "cuda/cublas_gemm.hpp"
+#include "cuda/resources.hpp"
+
+namespace asynctp::cuda {
+
+struct RankResources {
+  explicit RankResources(int world_size);
+
+  // Made in this order, one after another: CUDA hands streams to hardware
+  // queues round-robin, so with 4 or more queues (the default is 8) the GEMM
+  // never sits in the queue of the producer stream whose waits it would then
+  // be stuck behind. (Sharing would stay correct, the producer being
+  // enqueued first, but would serialize copies and GEMM.)
+  Stream copy_in;   // bounce -> gathered (host to device), waits, signal writes
+  Stream compute;   // the GEMM (native kernel; pipelined lane 1; decomposed)
+  Stream lane2;     // pipelined: the second GEMM lane
+  Stream copy_out;  // PCIe link: peer shard -> pinned bounce (device to host)
+  Event fork, copy_out_done, copy_in_done, compute_done, lane2_done, call_done;
+  std::vector<std::unique_ptr<Event>> staged;   // per signal piece: in the bounce buffer
+  std::vector<std::unique_ptr<Event>> arrived;  // per chunk: in gathered, signalled
+  DeviceMemory flags;        // a flag per signal piece of every chunk (epoch protocol)
+  DeviceMemory error_words;  // 3 words the native kernel's gate fills on a timeout
+  DeviceMemory gathered;     // used when the caller wants no gathered A back
+  PinnedMemory bounce;
+  CublasGemm gemm[2];
+  std::unique_ptr<ArrivalClock> clock;
+};
+
+}  // namespace asynctp::cuda
