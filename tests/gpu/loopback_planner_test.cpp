@@ -1,0 +1,197 @@
+// The planner of the CUDA loopback backend through the public API
+// (plan_fused_all_gather_matmul: local, writes nothing), and what auto then
+// runs. The ASYNCTP_* planner variables are cleared for every test.
+//
+//   LoopbackPlanner.AutoPicksNativeForFittingBf16
+//       bf16, m per rank a multiple of 128 (and of 256), n and k multiples
+//       of 8, both B layouts: the plan is native with a tile M dividing m; the
+//       plan writes nothing; the auto call runs what was planned (same
+//       algorithm, tile, reason) and is correct.
+//   LoopbackPlanner.AutoFallsBackAndSaysWhy
+//       m per rank not a multiple of the tile M (64, 192, 200), fp16, fp32,
+//       n or k not a multiple of 8: the plan is not native and its reason
+//       names the broken rule's value; the auto call runs the fallback
+//       (same plan) correctly. Both skipped in a process with
+//       CUDA_DEVICE_MAX_CONNECTIONS=1, where auto has another reason.
+//   LoopbackPlanner.ForcedNativeThatCannotRunIsUnsupported
+//       the same non-fitting shapes forced to native: plan and call throw
+//       Error(unsupported) naming the rule on every rank, outputs untouched;
+//       the group still works afterwards.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/loopback_support.hpp"
+
+namespace asynctp {
+namespace {
+
+using asynctp_test::Seed;
+using asynctp_test::Shape;
+using asynctp_test::loopback::LoopbackProblem;
+using asynctp_test::loopback::RankStreams;
+using cuda::Link;
+using cuda::LoopbackGroup;
+namespace lb = asynctp_test::loopback;
+
+constexpr int kWorld = 2;
+
+// Plans on rank 0, checks the plan wrote nothing, then runs the call with the
+// same options on every rank and checks that it ran what was planned and is
+// correct. *plan_out gets the plan.
+void plan_then_run(LoopbackGroup& group, const RankStreams& streams, LoopbackProblem& problem,
+                   const Options& options, RunInfo* plan_out) {
+  RunInfo plan;
+  ASSERT_NO_THROW(plan = problem.plan(group.comm(0), options));
+  *plan_out = plan;
+  std::printf("  %-50s -> %s (tile %lldx%lld): %s\n", problem.shape().to_string().c_str(),
+              to_string(plan.algorithm), static_cast<long long>(plan.tile_m),
+              static_cast<long long>(plan.tile_n), plan.reason.c_str());
+  EXPECT_FALSE(plan.reason.empty());
+  ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("after plan"));
+  const auto results = lb::run_ranks(
+      group, streams, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); },
+      "auto " + problem.shape().to_string());
+  lb::expect_all_ok(results, plan.algorithm);
+  for (const auto& res : results) {
+    if (!res.ok()) continue;
+    EXPECT_EQ(plan.tile_m, res.info.tile_m);
+    EXPECT_EQ(plan.tile_n, res.info.tile_n);
+    EXPECT_EQ(plan.reason, res.info.reason);
+  }
+  ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+}
+
+TEST(LoopbackPlanner, AutoPicksNativeForFittingBf16) {
+  ASYNCTP_REQUIRE_SM90();
+  if (lb::single_hardware_queue()) {
+    GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS=1: auto does not pick native in this process";
+  }
+  lb::CleanPlannerEnv env;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  lb::print_case(seed, "fitting bf16 shapes");
+  auto rng = seed.rng();
+  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
+  const Shape shapes[] = {
+      lb::loopback_shape(kWorld, 256, 512, 256, DType::bf16, false),
+      lb::loopback_shape(kWorld, 256, 520, 264, DType::bf16, true),
+      // A multiple of 128 that is not one of 256: a 128-row config must fit.
+      lb::loopback_shape(kWorld, 384, 392, 136, DType::bf16, false, /*gathered=*/false),
+  };
+  for (const Shape& shape : shapes) {
+    SCOPED_TRACE(shape.to_string());
+    LoopbackProblem problem(shape, rng);
+    ASSERT_NO_FATAL_FAILURE(problem.prepare());
+    RunInfo plan;
+    ASSERT_NO_FATAL_FAILURE(plan_then_run(group, streams, problem, Options{}, &plan));
+    EXPECT_EQ(Algorithm::native, plan.algorithm) << plan.reason;
+    ASSERT_GT(plan.tile_m, 0);
+    EXPECT_GT(plan.tile_n, 0);
+    EXPECT_EQ(0, shape.m % plan.tile_m) << "tile M " << plan.tile_m << " does not divide m";
+  }
+}
+
+struct Unfit {
+  Shape shape;
+  std::vector<std::string> reason_parts;  // each must appear in the reason
+};
+
+std::vector<Unfit> unfit_shapes() {
+  return {
+      // m per rank not a multiple of any native tile M (128 or 256).
+      {lb::loopback_shape(kWorld, 64, 256, 128), {"64", "multiple"}},
+      {lb::loopback_shape(kWorld, 192, 256, 128, DType::bf16, true), {"192", "multiple"}},
+      {lb::loopback_shape(kWorld, 200, 256, 128), {"200", "multiple"}},
+      // Not bf16.
+      {lb::loopback_shape(kWorld, 256, 256, 128, DType::fp16), {"fp16"}},
+      {lb::loopback_shape(kWorld, 256, 256, 128, DType::fp32, true), {"fp32"}},
+      // n or k not a multiple of 8.
+      {lb::loopback_shape(kWorld, 256, 500, 128), {"500", "multiple"}},
+      {lb::loopback_shape(kWorld, 256, 256, 260, DType::bf16, true), {"260", "multiple"}},
+  };
+}
+
+TEST(LoopbackPlanner, AutoFallsBackAndSaysWhy) {
+  ASYNCTP_REQUIRE_SM90();
+  if (lb::single_hardware_queue()) {
+    GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS=1: auto's reason is about the variable here";
+  }
+  lb::CleanPlannerEnv env;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  lb::print_case(seed, "non-fitting shapes");
+  auto rng = seed.rng();
+  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
+  for (const Unfit& u : unfit_shapes()) {
+    SCOPED_TRACE(u.shape.to_string());
+    LoopbackProblem problem(u.shape, rng);
+    ASSERT_NO_FATAL_FAILURE(problem.prepare());
+    RunInfo plan;
+    ASSERT_NO_FATAL_FAILURE(plan_then_run(group, streams, problem, Options{}, &plan));
+    EXPECT_NE(Algorithm::native, plan.algorithm) << plan.reason;
+    for (const std::string& part : u.reason_parts) {
+      EXPECT_TRUE(lb::contains(plan.reason, part))
+          << "the reason does not mention '" << part << "': " << plan.reason;
+    }
+  }
+}
+
+TEST(LoopbackPlanner, ForcedNativeThatCannotRunIsUnsupported) {
+  ASYNCTP_REQUIRE_SM90();
+  lb::CleanPlannerEnv env;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  lb::print_case(seed, "forced native on non-fitting shapes");
+  auto rng = seed.rng();
+  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
+  const Options native = lb::options_for(Algorithm::native);
+  for (const Unfit& u : unfit_shapes()) {
+    SCOPED_TRACE(u.shape.to_string());
+    LoopbackProblem problem(u.shape, rng);
+    ASSERT_NO_FATAL_FAILURE(problem.prepare());
+    try {
+      const RunInfo info = problem.plan(group.comm(1), native);
+      ADD_FAILURE() << "planned forced native where it cannot run: " << info.reason;
+    } catch (const Error& e) {
+      EXPECT_EQ(ErrorCode::unsupported, e.code()) << e.what();
+      EXPECT_TRUE(lb::contains(e.what(), "native")) << e.what();
+      for (const std::string& part : u.reason_parts) {
+        EXPECT_TRUE(lb::contains(e.what(), part)) << "missing '" << part << "': " << e.what();
+      }
+    }
+    const auto results = lb::run_ranks(
+        group, streams, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, native, s); },
+        "forced native " + u.shape.to_string());
+    for (std::size_t r = 0; r < results.size(); ++r) {
+      const auto& res = results[r];
+      EXPECT_FALSE(res.call_ok) << "rank " << r << " ran forced native: " << res.info.reason;
+      EXPECT_EQ("call", res.stage) << "rank " << r;
+      EXPECT_EQ(ErrorCode::unsupported, res.code) << "rank " << r << ": " << res.message;
+      for (const std::string& part : u.reason_parts) {
+        EXPECT_TRUE(lb::contains(res.message, part))
+            << "rank " << r << ": missing '" << part << "': " << res.message;
+      }
+    }
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("forced native refused"));
+  }
+  // The group still runs a good call.
+  LoopbackProblem good(lb::loopback_shape(kWorld, 256, 264, 128), rng);
+  ASSERT_NO_FATAL_FAILURE(good.prepare());
+  const auto results = lb::run_ranks(
+      group, streams, [&](Comm& comm, cudaStream_t s) { return good.call(comm, native, s); },
+      "good call after refusals");
+  lb::expect_all_ok(results, Algorithm::native);
+  ASSERT_NO_FATAL_FAILURE(good.expect_all_correct());
+}
+
+}  // namespace
+}  // namespace asynctp
