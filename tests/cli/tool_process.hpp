@@ -62,10 +62,17 @@ class TempDir {
   std::string path_;
 };
 
+// An `env` entry for the tests that want the machine's GPUs: the child keeps
+// the parent's CUDA_VISIBLE_DEVICES (or its absence) instead of "".
+inline const std::pair<std::string, std::string> kMachineGpus = {"CUDA_VISIBLE_DEVICES",
+                                                                 "<inherit>"};
+
 // The child's output goes to files (not pipes) so a chatty child can never
 // block on a full pipe while we wait for it. ASYNCTP_* settings of the
 // developer's shell are removed so every test sees the defaults; `env` sets
-// the ones a test wants.
+// the ones a test wants. GPUs are hidden (CUDA_VISIBLE_DEVICES="") unless a
+// test asks for them, so that `--backend auto` means cpu, and every
+// expectation holds, on GPU machines as well.
 inline ToolResult run_tool(const std::vector<std::string>& args,
                            const std::vector<std::pair<std::string, std::string>>& env = {}) {
   TempDir dir;
@@ -91,7 +98,19 @@ inline ToolResult run_tool(const std::vector<std::string>& args,
                              "ASYNCTP_TILE_N", "ASYNCTP_CPU_WORKERS", "ASYNCTP_DEBUG"}) {
       unsetenv(name);
     }
-    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+    const char* parent_gpus = std::getenv("CUDA_VISIBLE_DEVICES");
+    const std::string inherited_gpus = parent_gpus ? parent_gpus : "";
+    const bool had_gpus_variable = parent_gpus != nullptr;
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    for (const auto& entry : env) {
+      if (entry != kMachineGpus) {
+        setenv(entry.first.c_str(), entry.second.c_str(), 1);
+      } else if (had_gpus_variable) {
+        setenv("CUDA_VISIBLE_DEVICES", inherited_gpus.c_str(), 1);
+      } else {
+        unsetenv("CUDA_VISIBLE_DEVICES");
+      }
+    }
     execv(tool.c_str(), argv.data());
     _exit(127);  // exec failed: the tool was not built where we looked
   }

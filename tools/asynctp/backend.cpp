@@ -1,33 +1,48 @@
 #include "backend.hpp"
 
-#include "asynctp/cpu.hpp"
+#include "asynctp/error.hpp"
+#include "cpu_backend.hpp"
+#include "cuda_entry.hpp"
+#include "flag_values.hpp"
 
 namespace asynctp::tool {
 namespace {
 
-class CpuBackend final : public Backend {
- public:
-  explicit CpuBackend(const cpu::GroupConfig& config) : group_(config) {}
-  const char* name() const noexcept override { return "cpu"; }
-  int world_size() const noexcept override { return group_.world_size(); }
-  int gemm_workers_per_rank() const noexcept override { return group_.gemm_workers_per_rank(); }
-  Comm& comm(int rank) override { return group_.comm(rank); }
-  void run(const std::function<void(Comm&)>& body) override { group_.run(body); }
+std::unique_ptr<Backend> cuda_backend(const RunArgs& args) {
+  if (!cuda_entry::built()) {
+    fail("--backend", "cuda: " + cuda_entry::unavailable_reason(args.device_or_default()));
+  }
+  if (const std::string why = cuda_entry::unavailable_reason(args.device_or_default());
+      !why.empty()) {
+    throw Error(ErrorCode::backend, "--backend cuda: no usable GPU at --device " +
+                                        std::to_string(args.device_or_default()) + ": " + why);
+  }
+  if (args.workers_given) {
+    fail("--workers", "only with the cpu backend (--backend auto chose cuda)");
+  }
+  return cuda_entry::make_backend(args);
+}
 
- private:
-  cpu::Group group_;
-};
+// auto falls back to cpu; a CUDA-only flag then has nothing to act on, and
+// silently dropping it would measure something else than was asked.
+std::unique_ptr<Backend> cpu_backend(const RunArgs& args, const std::string& why_not_cuda) {
+  if (const auto flag = args.first_cuda_only_flag()) {
+    fail(*flag, "only with the cuda backend, and --backend auto chose cpu because " + why_not_cuda);
+  }
+  return make_cpu_backend(args);
+}
 
 }  // namespace
 
 std::unique_ptr<Backend> make_backend(const RunArgs& args) {
   switch (args.backend) {
-    case BackendChoice::automatic:  // the best present: cpu is the only one yet
-    case BackendChoice::cpu: {
-      cpu::GroupConfig config;
-      config.world_size = args.world_size;
-      config.gemm_workers_per_rank = args.workers;
-      return std::make_unique<CpuBackend>(config);
+    case BackendChoice::cuda:
+      return cuda_backend(args);
+    case BackendChoice::cpu:
+      return make_cpu_backend(args);
+    case BackendChoice::automatic: {
+      const std::string why = cuda_entry::unavailable_reason(args.device_or_default());
+      return why.empty() ? cuda_backend(args) : cpu_backend(args, why);
     }
   }
   return nullptr;

@@ -1,31 +1,76 @@
-// The backend a run executes on. `--backend auto` takes the best one built
-// into this binary; today that is cpu, and a GPU backend slots in here by
-// implementing this interface (and allocating its buffers on its device).
+// The backend a run executes on: where the ranks run, where their tensors
+// live and how a call is timed. run_command is written once against this
+// interface; cpu_backend.cpp and (when the library has it) cuda_backend.cpp
+// implement it.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "asynctp/comm.hpp"
+#include "asynctp/options.hpp"
 #include "cli_args.hpp"
+#include "rank_data.hpp"
 
 namespace asynctp::tool {
+
+// The tensors a rank passes to the library: the host buffers themselves on
+// the cpu backend, device copies on a GPU backend.
+struct RankViews {
+  TensorView a_shard, b, c, gathered;
+};
+
+// Enqueues rank comm.rank()'s i-th call (the backend waits for it) and
+// returns what the call said it runs.
+using CallFn = std::function<RunInfo(Comm& comm, int iteration)>;
+// Runs on rank 0's thread before its i-th call, with the previous
+// iteration's time once known (progress display).
+using BeforeFn = std::function<void(int iteration, std::optional<double> last_ms)>;
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const noexcept = 0;
+  // What else the report header says about the backend, e.g. "4 GEMM
+  // workers per rank".
+  virtual std::string description() const = 0;
+  // How time_calls turns calls into one time per iteration (report header).
+  virtual std::string timing_rule() const = 0;
   virtual int world_size() const noexcept = 0;
+  // 0 where the concept does not apply (GPU backends).
   virtual int gemm_workers_per_rank() const noexcept = 0;
   virtual Comm& comm(int rank) = 0;
   // Runs body(comm) once per rank, concurrently, and joins; rethrows a rank's
   // exception.
   virtual void run(const std::function<void(Comm&)>& body) = 0;
+
+  // Takes every rank's host data (inputs filled) and makes the tensors the calls use, copying
+  // the inputs to the device where there is one. The host data must outlive
+  // the last call made through this interface.
+  virtual void place(std::vector<RankData>& host) = 0;
+  virtual RankViews views(int rank) const = 0;
+  // The stream a rank's calls are ordered on (Options::stream); nullptr on
+  // synchronous backends.
+  virtual void* stream(int rank) const noexcept = 0;
+  // Fills every rank's C and gathered A with the poison pattern where the
+  // calls write them, so an element the call never wrote is caught.
+  virtual void poison_outputs() = 0;
+  // Makes the host RankData's C and gathered A hold what the calls wrote.
+  virtual void fetch_outputs() = 0;
+
+  // Makes `total` collective calls per rank, waiting for each
+  // (asynctp::synchronize), and returns one time in ms per iteration
+  // (timing_rule says how it is measured).
+  virtual std::vector<double> time_calls(int total, const CallFn& call, const BeforeFn& before) = 0;
 };
 
-// Throws asynctp::Error when the backend cannot start (e.g. a bad
-// ASYNCTP_CPU_WORKERS).
+// The backend --backend names (auto: cuda when built in and usable, else
+// cpu). Throws UsageError when a flag does not fit the backend chosen (naming
+// the flag), asynctp::Error when the backend cannot start (no usable GPU for
+// --backend cuda, a bad ASYNCTP_CPU_WORKERS).
 std::unique_ptr<Backend> make_backend(const RunArgs& args);
 
 }  // namespace asynctp::tool

@@ -1,8 +1,8 @@
 #include "cli_args.hpp"
 
-#include <cerrno>
-#include <cstdlib>
 #include <limits>
+
+#include "flag_values.hpp"
 
 namespace asynctp::tool {
 namespace {
@@ -13,39 +13,6 @@ namespace {
 constexpr std::int64_t kMaxWorldSize = 1024;
 constexpr std::int64_t kMaxWorkers = 256;
 constexpr std::int64_t kMaxIters = 1'000'000;
-
-[[noreturn]] void fail(const std::string& flag, const std::string& rule) {
-  throw UsageError(flag + ": " + rule);
-}
-
-// Strict decimal parse: the whole text must be a number within [lo, hi].
-std::int64_t parse_int(const std::string& flag, const std::string& text, std::int64_t lo,
-                       std::int64_t hi, const std::string& rule) {
-  errno = 0;
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || text[0] == ' ' || value < lo ||
-      value > hi) {
-    fail(flag, rule + ", got '" + text + "'");
-  }
-  return value;
-}
-
-std::int64_t positive(const std::string& flag, const std::string& text, std::int64_t hi) {
-  return parse_int(flag, text, 1, hi,
-                   "must be a positive integer (at most " + std::to_string(hi) + ")");
-}
-
-std::uint64_t parse_seed(const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || text[0] == '-' || text[0] == '+' ||
-      text[0] == ' ') {
-    fail("--seed", "must be a non-negative integer below 2^64, got '" + text + "'");
-  }
-  return value;
-}
 
 AlgoChoice parse_algo(const std::string& text) {
   if (text == "all") return AlgoChoice::all;
@@ -63,18 +30,41 @@ DType parse_dtype(const std::string& text) {
   fail("--dtype", "must be bf16, fp16 or fp32, got '" + text + "'");
 }
 
-bool takes_value(const std::string& flag) {
-  static const char* const kValued[] = {
-      "--backend",  "--world-size", "-m",       "-n",      "-k",     "--algo",    "--dtype",
-      "--b-layout", "--iters",      "--warmup", "--trace", "--seed", "--workers", "--timeout-ms"};
-  for (const char* name : kValued) {
-    if (flag == name) return true;
-  }
-  return false;
+BackendChoice parse_backend(const std::string& text) {
+  if (text == "auto") return BackendChoice::automatic;
+  if (text == "cpu") return BackendChoice::cpu;
+  if (text == "cuda") return BackendChoice::cuda;
+  fail("--backend", "must be auto, cpu or cuda, got '" + text + "'");
 }
 
-bool is_switch(const std::string& flag) {
-  return flag == "--check" || flag == "--json" || flag == "--help" || flag == "-h";
+const FlagSpec& run_flags() {
+  static const FlagSpec spec{{"--backend", "--world-size", "-m", "-n", "-k", "--algo", "--dtype",
+                              "--b-layout", "--iters", "--warmup", "--trace", "--seed", "--workers",
+                              "--timeout-ms", "--link", "--link-gbps", "--device"},
+                             {"--check", "--json", "--help", "-h"}};
+  return spec;
+}
+
+// Rules between flags, checked once all are read. Whether the cuda backend
+// exists here is not known yet (auto decides at run time): only an explicit
+// --backend cpu is judged now.
+void check_combinations(const RunArgs& out) {
+  if (out.m_global % out.world_size != 0) {
+    fail("-m", "must be divisible by --world-size (" + std::to_string(out.world_size) + "), got " +
+                   std::to_string(out.m_global));
+  }
+  if (out.backend == BackendChoice::cpu) {
+    if (const auto flag = out.first_cuda_only_flag()) {
+      fail(*flag, "only with the cuda backend (--backend cuda or auto), not with --backend cpu");
+    }
+  }
+  if (out.backend == BackendChoice::cuda && out.workers_given) {
+    fail("--workers", "only with the cpu backend (the cuda backend's GEMMs run on the GPU)");
+  }
+  if (out.link_gbps && out.link_or_default() != LinkChoice::arrival) {
+    fail("--link-gbps",
+         "only with --link arrival (the pcie link moves data at the bus's own speed)");
+  }
 }
 
 }  // namespace
@@ -95,84 +85,87 @@ const char* to_string(AlgoChoice choice) noexcept {
   return "unknown";
 }
 
+const char* to_string(LinkChoice link) noexcept {
+  switch (link) {
+    case LinkChoice::pcie:
+      return "pcie";
+    case LinkChoice::arrival:
+      return "arrival";
+  }
+  return "unknown";
+}
+
+LinkChoice parse_link_choice(const std::string& flag, const std::string& text) {
+  if (text == "pcie") return LinkChoice::pcie;
+  if (text == "arrival") return LinkChoice::arrival;
+  fail(flag, "must be pcie or arrival, got '" + text + "'");
+}
+
+std::optional<std::string> RunArgs::first_cuda_only_flag() const {
+  if (link) return "--link";
+  if (link_gbps) return "--link-gbps";
+  if (device) return "--device";
+  return std::nullopt;
+}
+
 RunArgs parse_run_args(const std::vector<std::string>& args) {
   RunArgs out;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::optional<std::string> value;
-    // --name=value is accepted for long flags; short ones take a separate word.
-    if (flag.rfind("--", 0) == 0) {
-      const auto eq = flag.find('=');
-      if (eq != std::string::npos) {
-        value = flag.substr(eq + 1);
-        flag = flag.substr(0, eq);
-      }
-    }
-    if (is_switch(flag)) {
-      if (value) fail(flag, "takes no value, got '" + *value + "'");
-      if (flag == "--check") out.check = true;
-      if (flag == "--json") out.json = true;
-      if (flag == "--help" || flag == "-h") out.help = true;
-      continue;
-    }
-    if (!takes_value(flag)) {
-      throw UsageError("unknown flag '" + flag + "'");
-    }
-    if (!value) {
-      if (i + 1 >= args.size()) fail(flag, "missing value");
-      value = args[++i];
-    }
-    const std::string& v = *value;
-
-    if (flag == "--backend") {
-      if (v == "auto") {
-        out.backend = BackendChoice::automatic;
-      } else if (v == "cpu") {
-        out.backend = BackendChoice::cpu;
-      } else {
-        fail(flag, "must be auto or cpu (the backends built into this binary), got '" + v + "'");
-      }
-    } else if (flag == "--world-size") {
-      out.world_size = static_cast<int>(positive(flag, v, kMaxWorldSize));
-    } else if (flag == "-m") {
-      out.m_global = positive(flag, v, std::numeric_limits<std::int32_t>::max());
-    } else if (flag == "-n") {
-      out.n = positive(flag, v, std::numeric_limits<std::int32_t>::max());
-    } else if (flag == "-k") {
-      out.k = positive(flag, v, std::numeric_limits<std::int32_t>::max());
-    } else if (flag == "--algo") {
-      out.algo = parse_algo(v);
-    } else if (flag == "--dtype") {
-      out.dtype = parse_dtype(v);
-    } else if (flag == "--b-layout") {
-      if (v != "row" && v != "col") fail(flag, "must be row or col, got '" + v + "'");
-      out.b_col_major = v == "col";
-    } else if (flag == "--iters") {
-      out.iters = static_cast<int>(positive(flag, v, kMaxIters));
-    } else if (flag == "--warmup") {
-      out.warmup = static_cast<int>(
-          parse_int(flag, v, 0, kMaxIters,
-                    "must be a non-negative integer (at most " + std::to_string(kMaxIters) + ")"));
-    } else if (flag == "--trace") {
-      if (v.empty()) fail(flag, "needs a file name");
-      out.trace_path = v;
-    } else if (flag == "--seed") {
-      out.seed = parse_seed(v);
-      out.seed_given = true;
-    } else if (flag == "--workers") {
-      out.workers = static_cast<int>(parse_int(
-          flag, v, 0, kMaxWorkers,
-          "must be an integer in [0, " + std::to_string(kMaxWorkers) + "] (0 = automatic)"));
-    } else if (flag == "--timeout-ms") {
-      out.timeout_ms = positive(flag, v, std::numeric_limits<std::int64_t>::max() / 1000);
-    }
-  }
-  if (out.help) return out;
-
-  if (out.m_global % out.world_size != 0) {
-    fail("-m", "must be divisible by --world-size (" + std::to_string(out.world_size) + "), got " +
-                   std::to_string(out.m_global));
-  }
+  for_each_flag(
+      args, run_flags(), [&](const std::string& flag, const std::optional<std::string>& value) {
+        if (!value) {
+          if (flag == "--check") out.check = true;
+          if (flag == "--json") out.json = true;
+          if (flag == "--help" || flag == "-h") out.help = true;
+          return;
+        }
+        const std::string& v = *value;
+        if (flag == "--backend") {
+          out.backend = parse_backend(v);
+        } else if (flag == "--world-size") {
+          out.world_size = static_cast<int>(parse_positive(flag, v, kMaxWorldSize));
+        } else if (flag == "-m") {
+          out.m_global = parse_positive(flag, v, std::numeric_limits<std::int32_t>::max());
+        } else if (flag == "-n") {
+          out.n = parse_positive(flag, v, std::numeric_limits<std::int32_t>::max());
+        } else if (flag == "-k") {
+          out.k = parse_positive(flag, v, std::numeric_limits<std::int32_t>::max());
+        } else if (flag == "--algo") {
+          out.algo = parse_algo(v);
+        } else if (flag == "--dtype") {
+          out.dtype = parse_dtype(v);
+        } else if (flag == "--b-layout") {
+          if (v != "row" && v != "col") fail(flag, "must be row or col, got '" + v + "'");
+          out.b_col_major = v == "col";
+        } else if (flag == "--iters") {
+          out.iters = static_cast<int>(parse_positive(flag, v, kMaxIters));
+        } else if (flag == "--warmup") {
+          out.warmup = static_cast<int>(parse_int(
+              flag, v, 0, kMaxIters,
+              "must be a non-negative integer (at most " + std::to_string(kMaxIters) + ")"));
+        } else if (flag == "--trace") {
+          if (v.empty()) fail(flag, "needs a file name");
+          out.trace_path = v;
+        } else if (flag == "--seed") {
+          out.seed = parse_seed(flag, v);
+          out.seed_given = true;
+        } else if (flag == "--workers") {
+          out.workers = static_cast<int>(parse_int(
+              flag, v, 0, kMaxWorkers,
+              "must be an integer in [0, " + std::to_string(kMaxWorkers) + "] (0 = automatic)"));
+          out.workers_given = true;
+        } else if (flag == "--timeout-ms") {
+          out.timeout_ms = parse_positive(flag, v, std::numeric_limits<std::int64_t>::max() / 1000);
+        } else if (flag == "--link") {
+          out.link = parse_link_choice(flag, v);
+        } else if (flag == "--link-gbps") {
+          out.link_gbps = parse_positive_real(flag, v, kMaxLinkGbps);
+        } else if (flag == "--device") {
+          out.device = static_cast<int>(parse_int(
+              flag, v, 0, kMaxDevice,
+              "must be a CUDA device ordinal in [0, " + std::to_string(kMaxDevice) + "]"));
+        }
+      });
+  if (!out.help) check_combinations(out);
   return out;
 }
 

@@ -4,19 +4,13 @@
 
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "asynctp/tensor.hpp"
+#include "usage_error.hpp"
 
 namespace asynctp::tool {
-
-// Bad command-line input: main prints it with a pointer to --help and exits 2.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // What --algo asked for. `all` measures every algorithm; the others measure
 // that one plus decomposed, the baseline of the speedup column.
@@ -24,7 +18,19 @@ enum class AlgoChoice { all, automatic, native, pipelined, decomposed };
 
 const char* to_string(AlgoChoice choice) noexcept;
 
-enum class BackendChoice { automatic, cpu };
+enum class BackendChoice { automatic, cpu, cuda };
+
+// The CUDA loopback group's link model (asynctp::cuda::Link), spelled here so
+// that parsing needs no CUDA library.
+enum class LinkChoice { pcie, arrival };
+
+const char* to_string(LinkChoice link) noexcept;
+LinkChoice parse_link_choice(const std::string& flag, const std::string& text);
+
+// Defaults of the CUDA-only flags (shared by `run` and `bench`).
+constexpr double kDefaultLinkGbps = 400;
+constexpr double kMaxLinkGbps = 1e6;
+constexpr int kMaxDevice = 1023;
 
 struct RunArgs {
   BackendChoice backend = BackendChoice::automatic;
@@ -43,10 +49,21 @@ struct RunArgs {
   std::uint64_t seed = 0;
   bool seed_given = false;
   int workers = 0;  // GEMM workers per rank; 0 = the backend's default
+  bool workers_given = false;
   std::optional<std::int64_t> timeout_ms;
+  // CUDA backend only; unset = not given on the command line (defaults below).
+  std::optional<LinkChoice> link;
+  std::optional<double> link_gbps;
+  std::optional<int> device;
   bool help = false;  // --help was given: print it and do nothing else
 
   std::int64_t m_per_rank() const noexcept { return m_global / world_size; }
+  LinkChoice link_or_default() const noexcept { return link.value_or(LinkChoice::pcie); }
+  double link_gbps_or_default() const noexcept { return link_gbps.value_or(kDefaultLinkGbps); }
+  int device_or_default() const noexcept { return device.value_or(0); }
+  // The first CUDA-only flag given ("--link", ...), or nullopt: the flags
+  // that make a run on the cpu backend an error.
+  std::optional<std::string> first_cuda_only_flag() const;
 };
 
 // Parses the arguments that follow `run`. Throws UsageError naming the flag

@@ -34,6 +34,28 @@ constexpr const char* kAlgoHelp =
     "              column.\n"
     "  auto        whatever the planner picks (native where it can run and pays off).\n";
 
+// What the link models mean (asynctp::cuda::Link), for `run` and `bench`.
+constexpr const char* kLinkHelp =
+    "Links (how a peer's shard reaches a rank when all W ranks share one GPU; neither\n"
+    "takes SMs from the GEMM, since a same-GPU device-to-device copy runs on SMs and\n"
+    "can deadlock a full persistent grid):\n"
+    "  pcie      real transfers over PCIe: each peer chunk goes device -> pinned host ->\n"
+    "            device on the copy engines, the two hops pipelined over two streams.\n"
+    "  arrival   a faster link, modelled: the peer chunks are copied into the gathered\n"
+    "            buffer before the GEMM starts, and the i-th chunk to arrive has its\n"
+    "            signal released no earlier than (i + 1) * chunk bytes / --link-gbps\n"
+    "            after the call's clock starts (GB/s = 1e9 bytes/s into each rank).\n";
+
+// How the cuda backend runs and is timed.
+constexpr const char* kCudaHelp =
+    "On the cuda backend the W ranks are a loopback group: W host threads, each with\n"
+    "its own non-blocking stream and device buffers, on one GPU. Calls are asynchronous\n"
+    "per rank (they enqueue on the rank's stream and return; the tool then waits with\n"
+    "asynctp::synchronize). For timing the ranks are serialized: each rank's device\n"
+    "work waits for the previous rank's, so every call runs as if its rank had the GPU\n"
+    "alone, and the per-rank time is the span from a CUDA event on rank 0's stream just\n"
+    "before its call to one on rank W-1's stream just after its call, divided by W.\n";
+
 }  // namespace
 
 std::string main_help() {
@@ -42,22 +64,33 @@ std::string main_help() {
              "\n"
              "Usage:\n"
              "  asynctp run [flags]     measure fused_all_gather_matmul across W ranks\n"
+             "  asynctp bench [flags]   single-GPU overlap benchmark (CUDA only): native,\n"
+             "                          pipelined and decomposed against one cuBLAS GEMM\n"
              "  asynctp --help          this text\n"
              "  asynctp run --help      every flag of `run`\n"
+             "  asynctp bench --help    every flag of `bench`\n"
              "  asynctp --version       the version\n"
              "\n"
              "Every rank r holds A_r (m x k) and its B (k x n); every rank computes\n"
              "C = allgather(A_0..A_{W-1}) @ B ((W*m) x n) and receives the gathered A.\n"
              "\n"
              "run flags (see `asynctp run --help` for details):\n"
-             "  --backend auto|cpu  --world-size W  -m M  -n N  -k K\n"
+             "  --backend auto|cpu|cuda  --world-size W  -m M  -n N  -k K\n"
              "  --algo all|auto|native|pipelined|decomposed  --dtype bf16|fp16|fp32\n"
              "  --b-layout row|col  --iters N  --warmup N  --check  --json  --trace FILE\n"
-             "  --seed S  --workers P  --timeout-ms T\n"
+             "  --seed S  --timeout-ms T\n"
+             "  cpu backend only:  --workers P\n"
+             "  cuda backend only: --link pcie|arrival  --link-gbps X  --device N\n"
+             "\n"
+             "bench flags (see `asynctp bench --help` for details):\n"
+             "  --link pcie|arrival|both  --link-gbps X  --world-size W  -m M  -n N  -k K\n"
+             "  --b-layout row|col  --iters N  --warmup N  --device N  --check  --json\n"
+             "  --seed S  --timeout-ms T\n"
              "\n") +
-         kAlgoHelp + "\n" + kEnvHelp +
+         kAlgoHelp + "\n" + kCudaHelp + "\n" + kLinkHelp + "\n" + kEnvHelp +
          "\n"
-         "Exit status: 0 success, 1 a library error or a failed --check, 2 bad usage.\n";
+         "Exit status: 0 success, 1 a library error, no usable GPU for a CUDA run or a\n"
+         "failed --check, 2 bad usage.\n";
 }
 
 std::string run_help() {
@@ -65,11 +98,18 @@ std::string run_help() {
              "Usage: asynctp run [flags]\n"
              "\n"
              "Runs fused_all_gather_matmul on W ranks, times each algorithm (median over\n"
-             "iterations of the slowest rank's call) and prints a table, or JSON.\n"
+             "iterations; cpu: of the slowest rank's call; cuda: of the per-rank time, see\n"
+             "below) and prints a table, or JSON.\n"
              "\n"
              "Flags:\n"
-             "  --backend auto|cpu   where the ranks run; auto = the best backend built in\n"
-             "                       (default auto; cpu: W ranks as threads of this process)\n"
+             "  --backend B          auto|cpu|cuda: where the ranks run (default auto = cuda\n"
+             "                       when this binary has the CUDA backend and --device is a\n"
+             "                       usable GPU, else cpu; the header and JSON say which ran).\n"
+             "                       cpu: W ranks as threads of this process, on host memory.\n"
+             "                       cuda: W virtual ranks on one GPU (a loopback group), on\n"
+             "                       device memory; an error when not built in or no usable\n"
+             "                       GPU is present. native on cuda needs bf16 and sm_90;\n"
+             "                       pipelined and decomposed take bf16, fp16 and fp32.\n"
              "  --world-size W       number of ranks (default 8)\n"
              "  -m M                 GLOBAL rows of the gathered A and of C; must be divisible\n"
              "                       by W; each rank's shard has m = M / W rows (default 8192)\n"
@@ -85,26 +125,96 @@ std::string run_help() {
              "  --b-layout L         row|col: B row- or column-major (default row)\n"
              "  --iters N            timed iterations per algorithm (default 5)\n"
              "  --warmup N           untimed iterations first (default 1)\n"
-             "  --check              compare every rank's C with a float64 reference (relative\n"
-             "                       Frobenius error within the dtype's tolerance) and its\n"
-             "                       gathered A bit for bit with the shards; failing exits 1\n"
+             "  --check              before timing, run each algorithm once on poisoned outputs\n"
+             "                       and compare every rank's C with a float64 reference\n"
+             "                       (every element written, relative Frobenius error within\n"
+             "                       the dtype's tolerance) and its gathered A bit for bit\n"
+             "                       with the shards (cuda: both copied back to the host);\n"
+             "                       failing exits 1\n"
              "  --json               print one JSON object on stdout instead of the table\n"
              "  --trace FILE         after timing, run one more call of each algorithm with\n"
-             "                       tracing and write a Chrome trace (Perfetto, "
-             "chrome://tracing)\n"
+             "                       tracing and write a Chrome trace (Perfetto,\n"
+             "                       chrome://tracing) of the spans the backend records (cpu:\n"
+             "                       producer and GEMM worker threads; cuda: what the CUDA\n"
+             "                       backend records on the host)\n"
              "  --seed S             seed of the random inputs (default: from the clock; always\n"
              "                       printed so a run can be repeated)\n"
-             "  --workers P          GEMM workers per rank (default 0 = automatic)\n"
+             "  --workers P          cpu backend only: GEMM workers per rank (default 0 =\n"
+             "                       automatic)\n"
+             "  --timeout-ms T       bound on every cross-rank wait in ms (default:\n"
+             "                       ASYNCTP_WAIT_TIMEOUT_MS, else 60000)\n"
+             "  --link L             cuda backend only: pcie|arrival, how peer shards reach\n"
+             "                       a rank (default pcie; see Links below)\n"
+             "  --link-gbps X        cuda backend and --link arrival only: the modelled\n"
+             "                       link's bandwidth into each rank in GB/s, a number > 0\n"
+             "                       (default 400)\n"
+             "  --device N           cuda backend only: the CUDA device ordinal (default 0)\n"
+             "  -h, --help           this text\n"
+             "\n"
+             "The cuda-only flags are errors with --backend cpu, and with --backend auto\n"
+             "when it picks cpu; --workers is an error on cuda.\n"
+             "\n") +
+         kAlgoHelp + "\n" + kCudaHelp + "\n" + kLinkHelp + "\n" + kEnvHelp +
+         "\n"
+         "Examples:\n"
+         "  asynctp run --world-size 8 -m 8192 -n 2048 -k 2048 --check\n"
+         "  asynctp run --backend cuda --link arrival --link-gbps 200 -n 8192 -k 8192 --check\n"
+         "\n"
+         "Exit status: 0 success, 1 a library error, no usable GPU for --backend cuda or a\n"
+         "failed --check, 2 bad usage (including --backend cuda in a binary built\n"
+         "without it).\n";
+}
+
+std::string bench_help() {
+  return std::string(
+             "Usage: asynctp bench [flags]\n"
+             "\n"
+             "The single-GPU overlap benchmark (CUDA backend only; without a usable GPU it\n"
+             "exits 1 saying why). For each link model it measures, on W virtual ranks of\n"
+             "one GPU with bf16 data, the per-rank time of native, pipelined and decomposed,\n"
+             "and T_gemm: one cuBLAS GEMM (cublasGemmEx, fp32 accumulation) of the whole\n"
+             "gathered problem (M x N x K). The all-gather is not timed alone:\n"
+             "T_comm = T_decomposed - T_gemm, derived (decomposed is the all-gather\n"
+             "followed by the GEMM, with no overlap). Per link and algorithm it reports:\n"
+             "  time        median per-rank time in ms\n"
+             "  TFLOP/s     2*M*N*K / time\n"
+             "  speedup     T_decomposed / time\n"
+             "  overlap     (T_comm + T_gemm - time) / min(T_comm, T_gemm): 1 = perfect\n"
+             "              overlap, 0 = none (undefined when T_comm <= 0)\n"
+             "  ideal/time  max(T_comm, T_gemm) / time: 1 = as fast as perfect overlap\n"
+             "\n"
+             "Flags:\n"
+             "  --link L             pcie|arrival|both: the link models to measure, in turn\n"
+             "                       (default both; see Links below)\n"
+             "  --link-gbps X        the arrival link's bandwidth into each rank in GB/s, a\n"
+             "                       number > 0 (default 400); needs arrival in --link\n"
+             "  --world-size W       number of virtual ranks (default 8)\n"
+             "  -m M                 GLOBAL rows of the gathered A and of C; must be divisible\n"
+             "                       by W; each rank's shard has M / W rows (default 8192)\n"
+             "  -n N                 columns of B and C (default 8192)\n"
+             "  -k K                 columns of A, rows of B (default 8192)\n"
+             "  --b-layout L         row|col: B row- or column-major (default row)\n"
+             "  --iters N            timed iterations per measurement (default 20)\n"
+             "  --warmup N           untimed iterations first (default 3)\n"
+             "  --device N           the CUDA device ordinal (default 0)\n"
+             "  --check              before timing, run each algorithm (and the cuBLAS GEMM)\n"
+             "                       once on poisoned outputs and compare with a float64\n"
+             "                       reference (relative Frobenius error, every element\n"
+             "                       written, gathered A bitwise); failing exits 1\n"
+             "  --json               print one JSON object on stdout instead of the table\n"
+             "  --seed S             seed of the random inputs (default: from the clock;\n"
+             "                       always printed)\n"
              "  --timeout-ms T       bound on every cross-rank wait in ms (default:\n"
              "                       ASYNCTP_WAIT_TIMEOUT_MS, else 60000)\n"
              "  -h, --help           this text\n"
              "\n") +
-         kAlgoHelp + "\n" + kEnvHelp +
+         kCudaHelp + "\n" + kLinkHelp +
          "\n"
          "Example:\n"
-         "  asynctp run --world-size 8 -m 8192 -n 2048 -k 2048 --check\n"
+         "  asynctp bench --link both -m 8192 -n 8192 -k 8192 --check\n"
          "\n"
-         "Exit status: 0 success, 1 a library error or a failed --check, 2 bad usage.\n";
+         "Exit status: 0 success, 1 no usable GPU, a library error or a failed --check,\n"
+         "2 bad usage.\n";
 }
 
 }  // namespace asynctp::tool

@@ -1,4 +1,4 @@
-// The text of `asynctp --help` and `asynctp run --help`.
+// The text of `asynctp --help`, `asynctp run --help` and `asynctp bench --help`.
 #pragma once
 
 #include <string>
@@ -7,5 +7,6 @@ namespace asynctp::tool {
 
 std::string main_help();
 std::string run_help();
+std::string bench_help();
 
 }  // namespace asynctp::tool

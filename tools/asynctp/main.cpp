@@ -1,14 +1,17 @@
 // asynctp: subcommand dispatch and the mapping of failures to exit statuses
-// (0 success, 1 library error or failed check, 2 bad usage), so scripts can
-// tell a typo from a wrong result.
+// (0 success, 1 library error, missing GPU or failed check, 2 bad usage), so
+// scripts can tell a typo from a wrong result.
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "asynctp/error.hpp"
+#include "bench_args.hpp"
 #include "cli_args.hpp"
+#include "cuda_entry.hpp"
 #include "help.hpp"
 #include "run_command.hpp"
 
@@ -36,31 +39,46 @@ std::string join(int argc, char** argv) {
   return out;
 }
 
-int run_main(int argc, char** argv) {
+// One subcommand: its parser, its help text and its body.
+template <typename Args>
+struct Subcommand {
+  const char* name;      // "asynctp run"
+  const char* help_cmd;  // "asynctp run --help"
+  Args (*parse)(const std::vector<std::string>&);
+  std::string (*help)();
+  std::function<int(Args, const std::string&)> body;
+};
+
+template <typename Args>
+int subcommand_main(const Subcommand<Args>& sub, int argc, char** argv) {
   using namespace asynctp::tool;
   std::vector<std::string> rest(argv + 2, argv + argc);
-  RunArgs args;
+  Args args;
   try {
-    args = parse_run_args(rest);
+    args = sub.parse(rest);
   } catch (const UsageError& e) {
-    return usage_error("asynctp run", e.what(), "asynctp run --help");
+    return usage_error(sub.name, e.what(), sub.help_cmd);
   }
   if (args.help) {
-    std::fputs(run_help().c_str(), stdout);
+    std::fputs(sub.help().c_str(), stdout);
     return 0;
   }
   try {
-    return run_command(args, join(argc, argv));
+    return sub.body(args, join(argc, argv));
   } catch (const UsageError& e) {
-    return usage_error("asynctp run", e.what(), "asynctp run --help");
+    return usage_error(sub.name, e.what(), sub.help_cmd);
   } catch (const asynctp::Error& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "asynctp run: %s\n", e.what());
+    std::fprintf(stderr, "%s: %s\n", sub.name, e.what());
     return kExitFailure;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
-                 "asynctp run: out of memory allocating the buffers; try smaller -m/-n/-k "
-                 "or --world-size\n");
+                 "%s: out of memory allocating the buffers; try smaller -m/-n/-k or "
+                 "--world-size\n",
+                 sub.name);
+    return kExitFailure;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: internal error: %s\n", sub.name, e.what());
     return kExitFailure;
   }
 }
@@ -83,13 +101,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "run") {
-    try {
-      return run_main(argc, argv);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "asynctp run: internal error: %s\n", e.what());
-      return kExitFailure;
-    }
+    return subcommand_main(Subcommand<RunArgs>{"asynctp run", "asynctp run --help", parse_run_args,
+                                               run_help, run_command},
+                           argc, argv);
   }
-  return usage_error("asynctp", "unknown command '" + command + "' (the command is: run)",
+  if (command == "bench") {
+    return subcommand_main(Subcommand<BenchArgs>{"asynctp bench", "asynctp bench --help",
+                                                 parse_bench_args, bench_help, cuda_entry::bench},
+                           argc, argv);
+  }
+  return usage_error("asynctp", "unknown command '" + command + "' (the commands are: run, bench)",
                      "asynctp --help");
 }

@@ -1,6 +1,11 @@
 #include "rank_data.hpp"
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 #include <random>
+#include <string>
 
 #include "core/dtype_convert.hpp"
 #include "parallel.hpp"
@@ -60,6 +65,29 @@ std::uint64_t planned_bytes(const RunArgs& args) {
              concurrent;
   }
   return total;
+}
+
+void check_host_memory(const RunArgs& args) {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return;
+  const double physical = static_cast<double>(pages) * static_cast<double>(page_size);
+  const double needed = static_cast<double>(planned_bytes(args));
+  if (needed > physical) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "this run needs %.1f GiB of host memory (inputs and outputs of %d ranks%s), "
+                  "more than the machine's %.1f GiB",
+                  needed / (1 << 30), args.world_size, args.check ? " and --check references" : "",
+                  physical / (1 << 30));
+    throw UsageError(std::string("-m/-n/-k/--world-size: ") + buf);
+  }
+}
+
+std::uint64_t clock_seed() {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
+  return static_cast<std::uint64_t>(ns) % 1'000'000'000ull;
 }
 
 std::vector<RankData> allocate_ranks(const RunArgs& args) {

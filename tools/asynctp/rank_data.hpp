@@ -23,6 +23,14 @@ struct RankData {
 // run too big for the machine is refused before it starts swapping.
 std::uint64_t planned_bytes(const RunArgs& args);
 
+// Refuses (UsageError naming the flags) a run whose host buffers would not
+// fit in the machine's memory: better than the OOM killer or swap after minutes.
+void check_host_memory(const RunArgs& args);
+
+// A seed from the clock when --seed is not given: nine digits, easy to retype
+// and exact in every JSON reader (doubles hold integers up to 2^53 only).
+std::uint64_t clock_seed();
+
 // Allocates every rank's buffers (not touched yet: fill_inputs does that on
 // the rank's own thread).
 std::vector<RankData> allocate_ranks(const RunArgs& args);

@@ -37,14 +37,15 @@ std::string header(const RunReport& r) {
   std::string out;
   out += "# asynctp " ASYNCTP_VERSION " run: fused all-gather + matmul, C = allgather(A) @ B\n";
   out += "# command: " + r.command_line + "\n";
-  out += format("# backend %s, world size %d, %d GEMM workers per rank\n", r.backend.c_str(),
-                a.world_size, r.workers_per_rank);
+  out += format("# backend %s, world size %d, %s\n", r.backend.c_str(), a.world_size,
+                r.backend_description.c_str());
   out += format("# M %lld (m %lld per rank), N %lld, K %lld, dtype %s, B layout %s\n",
                 static_cast<long long>(a.m_global), static_cast<long long>(a.m_per_rank()),
                 static_cast<long long>(a.n), static_cast<long long>(a.k), to_string(a.dtype),
                 layout_name(a));
   out += format("# iters %d, warmup %d, seed %llu (repeat with --seed %llu)\n", a.iters, a.warmup,
                 static_cast<unsigned long long>(a.seed), static_cast<unsigned long long>(a.seed));
+  out += "# time: median over iterations of " + r.timing_rule + "\n";
   out += "#\n";
   return out;
 }
@@ -145,8 +146,27 @@ std::string format_json(const RunReport& r) {
   j.value(r.backend);
   j.key("world_size");
   j.value(a.world_size);
+  j.key("backend_detail");
+  j.value(r.backend_description);
+  j.key("timing");
+  j.value(r.timing_rule);
+  // A GPU backend has no host GEMM workers: null rather than a made-up 0.
   j.key("gemm_workers_per_rank");
-  j.value(r.workers_per_rank);
+  if (r.workers_per_rank > 0)
+    j.value(r.workers_per_rank);
+  else
+    j.null();
+  if (r.backend == "cuda") {
+    j.key("device");
+    j.value(a.device_or_default());
+    j.key("link");
+    j.value(to_string(a.link_or_default()));
+    j.key("link_gbps");
+    if (a.link_or_default() == LinkChoice::arrival)
+      j.value(a.link_gbps_or_default());
+    else
+      j.null();
+  }
   j.key("M");
   j.value(a.m_global);
   j.key("m_per_rank");

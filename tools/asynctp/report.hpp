@@ -30,7 +30,9 @@ struct RunReport {
   RunArgs args;
   std::string command_line;
   std::string backend;
-  int workers_per_rank = 0;
+  std::string backend_description;  // Backend::description(), for the header
+  std::string timing_rule;          // Backend::timing_rule()
+  int workers_per_rank = 0;         // 0 on GPU backends
   // What a call with default options runs; nullopt when that call would fail
   // (ASYNCTP_ALGO forcing an algorithm this problem cannot run): the reason
   // then says why.

@@ -1,0 +1,205 @@
+#include "cuda_backend.hpp"
+
+#include <barrier>
+#include <cstdio>
+#include <exception>
+
+#include "asynctp/error.hpp"
+#include "asynctp/ops.hpp"
+#include "check.hpp"
+#include "cuda_entry.hpp"
+
+namespace asynctp::tool {
+namespace {
+
+std::size_t bytes_of(const TensorView& view) {
+  return static_cast<std::size_t>(view.numel()) * element_size(view.dtype);
+}
+
+// The device twin of a host view: same shape, dtype and strides.
+TensorView on_device(const TensorView& host, const DeviceBuffer& buffer, int device) {
+  TensorView view = host;
+  view.data = buffer.data();
+  view.device = {DeviceKind::cuda, device};
+  return view;
+}
+
+std::string device_name_of(int device) {
+  cudaDeviceProp props{};
+  cuda_check(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
+  return props.name;
+}
+
+// Refuse before cudaMalloc fails halfway through W ranks.
+void check_device_memory(const std::vector<RankData>& host, int device) {
+  std::size_t needed = 0;
+  for (const RankData& d : host) {
+    needed += bytes_of(d.a_shard) + bytes_of(d.b) + bytes_of(d.c) + bytes_of(d.gathered);
+  }
+  std::size_t free = 0;
+  std::size_t total = 0;
+  cuda_check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  if (needed > free) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "this run needs %.1f GiB of device memory (A shard, B, C and gathered A of %zu "
+                  "ranks), more than the %.1f GiB free on device %d",
+                  static_cast<double>(needed) / (1 << 30), host.size(),
+                  static_cast<double>(free) / (1 << 30), device);
+    throw UsageError(std::string("-m/-n/-k/--world-size: ") + buf);
+  }
+}
+
+cuda::Link to_link(LinkChoice link) {
+  return link == LinkChoice::arrival ? cuda::Link::arrival : cuda::Link::pcie;
+}
+
+}  // namespace
+
+cuda::LoopbackConfig loopback_config(const RunArgs& args) {
+  cuda::LoopbackConfig config;
+  config.world_size = args.world_size;
+  config.device = args.device_or_default();
+  config.link = to_link(args.link_or_default());
+  config.link_gbps = args.link_gbps_or_default();
+  // Per-rank timings need each rank's call to run as if it had the GPU alone.
+  config.serialize_ranks = true;
+  return config;
+}
+
+CudaBackend::CudaBackend(const RunArgs& args)
+    : args_(args), group_(loopback_config(args)), device_name_(device_name_of(device())) {
+  // This (main) thread creates the timing events and frees the buffers.
+  cuda_check(cudaSetDevice(device()), "cudaSetDevice");
+  ranks_.resize(static_cast<std::size_t>(world_size()));
+}
+
+CudaBackend::~CudaBackend() { (void)cudaSetDevice(device()); }
+
+std::string CudaBackend::description() const {
+  std::string out = "device " + std::to_string(device()) + " (" + device_name_ +
+                    "), loopback group, link " + to_string(args_.link_or_default());
+  if (args_.link_or_default() == LinkChoice::arrival) {
+    char gbps[48];
+    std::snprintf(gbps, sizeof gbps, " at %g GB/s", args_.link_gbps_or_default());
+    out += gbps;
+  }
+  return out + ", ranks serialized";
+}
+
+std::string CudaBackend::timing_rule() const {
+  return "the per-rank time: (cudaEvent on rank 0's stream just before its call .. cudaEvent on "
+         "rank W-1's stream just after its call) / W; ranks are serialized, so each call runs "
+         "as if its rank had the GPU alone";
+}
+
+void CudaBackend::place(std::vector<RankData>& host) {
+  check_device_memory(host, device());
+  host_ = &host;
+  group_.run([&](Comm& comm) { place_rank(comm.rank()); });
+}
+
+void CudaBackend::place_rank(int rank) {
+  const RankData& h = (*host_)[static_cast<std::size_t>(rank)];
+  auto d = std::make_unique<DeviceRank>();
+  const std::string who = "rank " + std::to_string(rank) + "'s ";
+  d->a = DeviceBuffer(bytes_of(h.a_shard), who + "A shard");
+  d->b = DeviceBuffer(bytes_of(h.b), who + "B");
+  d->c = DeviceBuffer(bytes_of(h.c), who + "C");
+  d->gathered = DeviceBuffer(bytes_of(h.gathered), who + "gathered A");
+  d->views = {on_device(h.a_shard, d->a, device()), on_device(h.b, d->b, device()),
+              on_device(h.c, d->c, device()), on_device(h.gathered, d->gathered, device())};
+  d->a.upload(h.a_shard.data, d->stream.get(), who + "A shard");
+  d->b.upload(h.b.data, d->stream.get(), who + "B");
+  cuda_check(cudaStreamSynchronize(d->stream.get()), who + "input upload");
+  ranks_[static_cast<std::size_t>(rank)] = std::move(d);
+}
+
+RankViews CudaBackend::views(int rank) const {
+  return ranks_[static_cast<std::size_t>(rank)]->views;
+}
+
+void* CudaBackend::stream(int rank) const noexcept {
+  return ranks_[static_cast<std::size_t>(rank)]->stream.get();
+}
+
+// The host pattern is the one check_outputs recognises as unwritten; copying
+// it keeps one definition of the poison.
+void CudaBackend::poison_outputs() {
+  tool::poison_outputs(*host_);
+  group_.run([&](Comm& comm) {
+    const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
+    DeviceRank& d = *ranks_[static_cast<std::size_t>(comm.rank())];
+    d.c.upload(h.c.data, d.stream.get(), "poisoned C");
+    d.gathered.upload(h.gathered.data, d.stream.get(), "poisoned gathered A");
+    cuda_check(cudaStreamSynchronize(d.stream.get()), "poisoning the outputs");
+  });
+}
+
+void CudaBackend::fetch_outputs() {
+  group_.run([&](Comm& comm) {
+    const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
+    const DeviceRank& d = *ranks_[static_cast<std::size_t>(comm.rank())];
+    d.c.download(h.c.data, d.stream.get(), "C");
+    d.gathered.download(h.gathered.data, d.stream.get(), "gathered A");
+    cuda_check(cudaStreamSynchronize(d.stream.get()), "fetching the outputs");
+  });
+}
+
+// With serialized ranks, rank W-1's work of a call starts only after rank
+// W-2's, ..., after rank 0's: the span from rank 0's first event to rank
+// W-1's last covers the W calls one after another. A barrier between
+// iterations keeps rank 0's next event from being recorded while another
+// rank's previous call still runs.
+std::vector<double> CudaBackend::time_calls(int total, const CallFn& call, const BeforeFn& before) {
+  const int world = world_size();
+  const auto iterations = static_cast<std::size_t>(total);
+  std::vector<Event> begin(iterations);
+  std::vector<Event> end(iterations);
+  std::barrier<> iteration_start(world);
+  group_.run([&](Comm& comm) {
+    const int r = comm.rank();
+    const cudaStream_t s = static_cast<cudaStream_t>(stream(r));
+    try {
+      for (int i = 0; i < total; ++i) {
+        iteration_start.arrive_and_wait();
+        const auto at = static_cast<std::size_t>(i);
+        if (r == 0) {
+          // Iteration i-1 is finished on every rank (each synchronized
+          // before arriving), so its events are complete.
+          before(i, i > 0 ? std::optional<double>(end[at - 1].ms_since(begin[at - 1]) / world)
+                          : std::nullopt);
+          begin[at].record(s);
+        }
+        call(comm, i);
+        if (r == world - 1) end[at].record(s);
+        synchronize(comm);
+        // synchronize covers the call's work; the event after it is waited
+        // for too, so rank 0 may read it once past the next barrier.
+        if (r == world - 1) end[at].wait();
+      }
+    } catch (...) {
+      // A failing rank must not leave the others waiting at the barrier;
+      // their next collective call then fails within the wait timeout.
+      iteration_start.arrive_and_drop();
+      throw;
+    }
+  });
+  std::vector<double> ms(iterations);
+  for (std::size_t i = 0; i < iterations; ++i) ms[i] = end[i].ms_since(begin[i]) / world;
+  return ms;
+}
+
+namespace cuda_entry {
+
+bool built() noexcept { return true; }
+
+std::string unavailable_reason(int device) { return cuda::unavailable_reason(device); }
+
+std::unique_ptr<Backend> make_backend(const RunArgs& args) {
+  return std::make_unique<CudaBackend>(args);
+}
+
+}  // namespace cuda_entry
+
+}  // namespace asynctp::tool
