@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs on the device machine (H200): everything the CUDA backend needs
+# checked there, each step in its own process bounded by `timeout`, logs and
+# XML reports under $OUT, a summary last.
+#   gpu-tests          every GPU test (native kernel, producer, loopback backend)
+#   max-connections    the tests that need CUDA_DEVICE_MAX_CONNECTIONS=1 (read
+#                      when the CUDA context is made, hence its own process)
+#   cli-gpu            the CLI tests that need a GPU (run/bench on cuda)
+#   readme-run         the README's quick-start run, on the GPU
+#   bench              `asynctp bench --check` (section 8(b) of issue 3)
+# Build here first (scripts/build-device-bundle puts the binaries and the
+# OpenBLAS libraries in .devbin/gpu), then carry .devbin.
+#
+#   scripts/device/cuda-backend.sh [step...]     default: every step
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/device/env.sh
+bin=.devbin/gpu
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(gpu-tests max-connections cli-gpu readme-run bench)
+
+summary=()
+run_step() {  # run_step NAME LIMIT_S COMMAND...
+  local name=$1 limit=$2
+  shift 2
+  echo "=== $name: $*"
+  local start=$SECONDS
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  tail -n 25 "$OUT/$name.log"
+  summary+=("$(printf '%-16s exit %3d  %4ds' "$name" "$rc" $((SECONDS - start)))")
+}
+
+for step in "${steps[@]}"; do
+  case $step in
+    gpu-tests) run_step gpu-tests 420 "$bin/asynctp_gpu_tests" \
+                 --gtest_output=xml:"$OUT/gpu-tests.xml" ;;
+    max-connections) run_step max-connections 240 env CUDA_DEVICE_MAX_CONNECTIONS=1 \
+                 "$bin/asynctp_gpu_tests" --gtest_output=xml:"$OUT/max-connections.xml" \
+                 --gtest_filter='LoopbackMaxConnections.*:ProducerMaxConnections.*' ;;
+    cli-gpu) run_step cli-gpu 240 env ASYNCTP_CLI="$PWD/$bin/asynctp" "$bin/asynctp_cli_tests" \
+                 --gtest_filter='CliCudaRun.*:CliBench.*' ;;
+    readme-run) run_step readme-run 240 "$bin/asynctp" run --world-size 8 -m 8192 -n 2048 \
+                 -k 2048 --check ;;
+    bench) run_step bench 300 "$bin/asynctp" bench --check ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+done
+echo "=== summary"
+printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
