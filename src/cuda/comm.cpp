@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "asynctp/error.hpp"
+#include "asynctp/trace.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
 #include "core/schedule.hpp"
@@ -195,6 +196,7 @@ RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
                                           const TensorView& c_out, const TensorView* a_gathered_out,
                                           const Options& options) {
   const int world = group_.config.world_size;
+  const double call_begin = options.trace ? options.trace->now_us() : 0;
   RankEvents& mine_events = *group_.events[static_cast<std::size_t>(rank_)];
   const cudaStream_t stream = static_cast<cudaStream_t>(options.stream);
 
@@ -295,6 +297,13 @@ RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
     } catch (...) {
       enqueue_error = std::current_exception();
     }
+  }
+  if (options.trace) {
+    // Host side only: the device work runs after this returns.
+    options.trace->add_span(
+        rank_, "host enqueue", "call",
+        std::string("check, agree and enqueue (") + to_string(mine.plan.algorithm) + ")",
+        call_begin, options.trace->now_us(), "\"epoch\": " + std::to_string(epoch_));
   }
   if (enqueue_error) std::rethrow_exception(enqueue_error);
   return to_run_info(mine.plan);
