@@ -10,16 +10,14 @@
 #   NK_SKIP_TORCH=1 ...                               skip the PyTorch part
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/native-kernel-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+source scripts/device/env.sh
 export PYTHONUNBUFFERED=1
 
 {
   date -u +"%Y-%m-%dT%H:%M:%SZ"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv
   nvidia-smi -q -d CLOCK,PERFORMANCE | head -60
-} >"$OUT/device.txt" 2>&1
+} >>"$OUT/device.txt" 2>&1
 
 status=0
 ./.devbin/native_kernel_bench --json "$OUT/native.json" "$@" >"$OUT/native.log" 2>&1 || status=$?

@@ -16,7 +16,7 @@
 //                                            (must be correct) / after it, also with other
 //                                            gemm-stream work in between (outcome
 //                                            recorded); skipped unless the variable is set
-//                                            (scripts/device/producer-tests.sh sets it)
+//                                            (scripts/device/cuda-backend.sh, step max-connections, sets it)
 //   ProducerNegativeControl.DeviceToDeviceBesideFullGrid
 //                                            a same-GPU D2D copy as the producer (a copy
 //                                            kernel on SMs) beside each config's full
@@ -505,7 +505,7 @@ TEST(ProducerCopyEngine, GraphReplay) {
 // ---------------------------------------------------------------------------
 // 3. CUDA_DEVICE_MAX_CONNECTIONS=1: every stream shares one hardware queue.
 //    The variable must be set before the context exists, so these tests run
-//    only in a process started with it (scripts/device/producer-tests.sh).
+//    only in a process started with it (scripts/device/cuda-backend.sh, max-connections).
 
 bool single_connection() {
   const char* v = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
@@ -516,7 +516,7 @@ bool single_connection() {
   do {                                                                                     \
     if (!single_connection())                                                              \
       GTEST_SKIP() << "runs only in a process started with CUDA_DEVICE_MAX_CONNECTIONS=1 " \
-                      "(scripts/device/producer-tests.sh runs it so)";                     \
+                      "(scripts/device/cuda-backend.sh runs it so)";                     \
   } while (0)
 
 constexpr std::uint64_t kMaxConnTimeoutNs = 3'000'000'000ull;
