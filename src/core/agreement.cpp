@@ -3,6 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "asynctp/error.hpp"
+#include "core/log.hpp"
+
 namespace asynctp::core {
 namespace {
 
@@ -50,6 +53,23 @@ std::string find_disagreement(const std::vector<CallRecord>& records) {
     }
   }
   return {};
+}
+
+void agree_or_throw(BoundedBarrier& barrier, const std::vector<CallRecord>& records, int rank,
+                    std::int64_t timeout_ms, const std::exception_ptr& local_error) {
+  barrier.arrive_and_wait(rank, "arguments", timeout_ms);
+  const std::string disagreement = find_disagreement(records);
+  if (!disagreement.empty()) {
+    barrier.arrive_and_wait(rank, "abort", timeout_ms);
+    if (local_error) std::rethrow_exception(local_error);
+    throw Error(ErrorCode::mismatch, disagreement);
+  }
+  if (log_enabled(LogLevel::info)) {
+    const CallRecord& mine = records[static_cast<std::size_t>(rank)];
+    log(LogLevel::info, rank,
+        mine.problem.to_string() + " -> " + to_string(mine.plan.algorithm) + ": " +
+            mine.plan.reason);
+  }
 }
 
 }  // namespace asynctp::core

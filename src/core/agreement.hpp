@@ -4,10 +4,13 @@
 // one rank becomes an error on every rank instead of a hang.
 #pragma once
 
+#include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
 #include "asynctp/tensor.hpp"
+#include "core/bounded_barrier.hpp"
 #include "core/planner.hpp"
 #include "core/problem.hpp"
 
@@ -27,5 +30,14 @@ struct CallRecord {
 // tiles); otherwise the first disagreement, in words. n and B's layout are
 // each rank's own business.
 std::string find_disagreement(const std::vector<CallRecord>& records);
+
+// The agreement step as every in-process group runs it, once `records[rank]`
+// is published: meet the others at the barrier, then read every record. On a
+// disagreement, meet once more (nobody may publish the next call's record
+// before all have read these) and throw: this rank's own error
+// (`local_error`) if it had one, else Error(mismatch) naming the first
+// disagreement. Otherwise log the plan (ASYNCTP_DEBUG=INFO) and return.
+void agree_or_throw(BoundedBarrier& barrier, const std::vector<CallRecord>& records, int rank,
+                    std::int64_t timeout_ms, const std::exception_ptr& local_error);
 
 }  // namespace asynctp::core

@@ -78,19 +78,7 @@ RunInfo CpuComm::fused_all_gather_matmul(const TensorView& a_shard, const Tensor
   }
 
   // 2. Agree. Every rank reads the same records, so all reach the same verdict.
-  group_.barrier.arrive_and_wait(rank_, "arguments", timeout_ms);
-  const std::string disagreement = core::find_disagreement(group_.records);
-  if (!disagreement.empty()) {
-    // Nobody may publish the next call's record before all have read these.
-    group_.barrier.arrive_and_wait(rank_, "abort", timeout_ms);
-    if (local_error) std::rethrow_exception(local_error);
-    throw Error(ErrorCode::mismatch, disagreement);
-  }
-  if (core::log_enabled(core::LogLevel::info)) {
-    core::log(core::LogLevel::info, rank_,
-              mine.problem.to_string() + " -> " + to_string(mine.plan.algorithm) + ": " +
-                  mine.plan.reason);
-  }
+  core::agree_or_throw(group_.barrier, group_.records, rank_, timeout_ms, local_error);
 
   // 3. Run, then meet the other ranks again before returning: they may still
   //    be reading this rank's shard, which the caller owns again afterwards.

@@ -7,6 +7,7 @@
 #include "asynctp/cpu.hpp"
 #include "asynctp/error.hpp"
 #include "core/config.hpp"
+#include "core/rank_threads.hpp"
 #include "cpu/block_gemm.hpp"
 #include "cpu/comm.hpp"
 #include "cpu/group_state.hpp"
@@ -75,23 +76,8 @@ Comm& Group::comm(int rank) {
 }
 
 void Group::run(const std::function<void(Comm&)>& body) {
-  const int world = world_size();
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<std::size_t>(world));
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(*state_->comms[static_cast<std::size_t>(r)]);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  core::run_on_rank_threads(
+      world_size(), [&](int rank) { body(*state_->comms[static_cast<std::size_t>(rank)]); });
 }
 
 }  // namespace asynctp::cpu

@@ -227,18 +227,7 @@ RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
       mine.ok ? checked.resolved.wait_timeout_ms : core::kDefaultWaitTimeoutMs;
 
   // 2. Agree: every rank reads the same records and reaches the same verdict.
-  group_.barrier.arrive_and_wait(rank_, "arguments", timeout_ms);
-  const std::string disagreement = core::find_disagreement(group_.records);
-  if (!disagreement.empty()) {
-    group_.barrier.arrive_and_wait(rank_, "abort", timeout_ms);
-    if (local_error) std::rethrow_exception(local_error);
-    throw Error(ErrorCode::mismatch, disagreement);
-  }
-  if (core::log_enabled(core::LogLevel::info)) {
-    core::log(core::LogLevel::info, rank_,
-              mine.problem.to_string() + " -> " + to_string(mine.plan.algorithm) + ": " +
-                  mine.plan.reason);
-  }
+  core::agree_or_throw(group_.barrier, group_.records, rank_, timeout_ms, local_error);
 
   // 3. Enqueue one rank after another, so that in every hardware queue the
   //    work a wait depends on is ahead of the wait (enqueue_call.cpp).

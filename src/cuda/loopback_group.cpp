@@ -6,6 +6,7 @@
 
 #include "asynctp/cuda.hpp"
 #include "asynctp/error.hpp"
+#include "core/rank_threads.hpp"
 #include "cuda/backend_caps.hpp"
 #include "cuda/comm.hpp"
 #include "cuda/cuda_check.hpp"
@@ -111,25 +112,11 @@ Comm& LoopbackGroup::comm(int rank) {
 }
 
 void LoopbackGroup::run(const std::function<void(Comm&)>& body) {
-  const int world = world_size();
   const int device = state_->shared.config.device;
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<std::size_t>(world));
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        check_cuda(cudaSetDevice(device), "cudaSetDevice(group device)");
-        body(*state_->comms[static_cast<std::size_t>(r)]);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  core::run_on_rank_threads(world_size(), [&](int rank) {
+    check_cuda(cudaSetDevice(device), "cudaSetDevice(group device)");
+    body(*state_->comms[static_cast<std::size_t>(rank)]);
+  });
 }
 
 }  // namespace asynctp::cuda
