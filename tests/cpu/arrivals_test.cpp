@@ -145,7 +145,9 @@ TEST(ArrivalsOverlap, NativeComputesArrivedChunksWhileALateOneIsInFlight) {
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
   constexpr int kWorld = 4;
-  constexpr int kDelayMs = 60;
+  // Long enough that 12 small tiles finish inside it even on a loaded 2-core
+  // machine under a sanitizer (60 ms once failed there under TSan).
+  constexpr int kDelayMs = 150;
   Shape shape = small_shape(kWorld);
   shape.m = 64;  // 4 M tiles x 3 N tiles per chunk with 16 x 16 tiles
   cpu::Group group({kWorld, 2});
