@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <exception>
 #include <string>
 #include <thread>
 #include <vector>

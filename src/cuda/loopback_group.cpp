@@ -1,7 +1,6 @@
 #include <cmath>
-#include <exception>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "asynctp/cuda.hpp"
