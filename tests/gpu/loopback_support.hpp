@@ -139,40 +139,12 @@ class RankStreams {
 // ---------------------------------------------------------------------------
 // Running a collective on every rank, bounded
 
-// Runs group.run(body) on a helper thread; aborts the process if it takes
-// longer than limit_s (a stuck rank thread cannot be stopped, and a test must
-// never hang). Returns the wall time in milliseconds.
+// asynctp_test::run_bounded (the watchdog shared with the CPU tests), in
+// milliseconds and with the GPU tests' host limit.
 inline double run_group_bounded(asynctp::cuda::LoopbackGroup& group,
                                 const std::function<void(asynctp::Comm&)>& body,
                                 const std::string& what, double limit_s = kHostLimitS) {
-  std::mutex mutex;
-  std::condition_variable done_cv;
-  bool done = false;
-  std::exception_ptr error;
-  const auto begin = Clock::now();
-  std::thread runner([&] {
-    try {
-      group.run(body);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    std::lock_guard<std::mutex> lock(mutex);
-    done = true;
-    done_cv.notify_all();
-  });
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    if (!done_cv.wait_for(lock, std::chrono::duration<double>(limit_s), [&] { return done; })) {
-      std::fprintf(stderr, "HANG: %s did not finish within %.1f s (test %s); aborting\n",
-                   what.c_str(), limit_s, current_test_name().c_str());
-      std::fflush(stdout);
-      std::fflush(stderr);
-      std::abort();
-    }
-  }
-  runner.join();
-  if (error) std::rethrow_exception(error);
-  return ms_between(begin, Clock::now());
+  return 1e3 * asynctp_test::run_bounded(group, body, limit_s, what);
 }
 
 // One rank's outcome of a call followed by asynctp::synchronize.

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -18,6 +19,7 @@
 
 #include "asynctp/asynctp.hpp"
 #include "support/printers.hpp"
+#include "support/seed.hpp"
 
 namespace asynctp_test {
 
@@ -29,9 +31,12 @@ struct Outcome {
 };
 
 // Runs group.run(body) on a helper thread; aborts the process if it takes
-// longer than limit_s. Returns the wall time in seconds.
-inline double run_bounded(asynctp::cpu::Group& group, const std::function<void(asynctp::Comm&)>& body,
-                          double limit_s = 30.0, const std::string& what = "collective") {
+// longer than limit_s (a stuck rank thread cannot be stopped, and a test must
+// never hang). Returns the wall time in seconds. Any group with run(body):
+// cpu::Group, cuda::LoopbackGroup.
+template <class Group>
+double run_bounded(Group& group, const std::function<void(asynctp::Comm&)>& body,
+                   double limit_s = 30.0, const std::string& what = "collective") {
   std::mutex mutex;
   std::condition_variable done_cv;
   bool done = false;
@@ -51,8 +56,8 @@ inline double run_bounded(asynctp::cpu::Group& group, const std::function<void(a
     std::unique_lock<std::mutex> lock(mutex);
     if (!done_cv.wait_for(lock, std::chrono::duration<double>(limit_s), [&] { return done; })) {
       std::fprintf(stderr, "HANG: %s did not finish within %.1f s (test %s); aborting\n",
-                   what.c_str(), limit_s,
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+                   what.c_str(), limit_s, current_test_name().c_str());
+      std::fflush(stdout);
       std::fflush(stderr);
       std::abort();
     }
@@ -63,9 +68,9 @@ inline double run_bounded(asynctp::cpu::Group& group, const std::function<void(a
 }
 
 // Every rank runs call(comm); each rank's result or exception is recorded.
-inline std::vector<Outcome> run_collective(asynctp::cpu::Group& group,
-                                           const std::function<asynctp::RunInfo(asynctp::Comm&)>& call,
-                                           double limit_s = 30.0) {
+inline std::vector<Outcome> run_collective(
+    asynctp::cpu::Group& group, const std::function<asynctp::RunInfo(asynctp::Comm&)>& call,
+    double limit_s = 30.0) {
   std::vector<Outcome> outcomes(static_cast<std::size_t>(group.world_size()));
   run_bounded(
       group,
