@@ -32,21 +32,13 @@ constexpr LauncherVars kLaunchers[] = {
 
 int parse_int(const std::string& variable, const std::string& text, std::int64_t lo,
               std::int64_t hi) {
-  std::size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used, 10);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size()) {
-    fail(variable, "must be an integer, got '" + text + "'");
-  }
-  if (value < lo || value > hi) {
+  const std::optional<std::int64_t> value = core::parse_integer(text);
+  if (!value) fail(variable, "must be an integer, got '" + text + "'");
+  if (*value < lo || *value > hi) {
     fail(variable,
          "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + text);
   }
-  return static_cast<int>(value);
+  return static_cast<int>(*value);
 }
 
 struct Found {

@@ -53,19 +53,25 @@ std::optional<std::string> process_env(const char* name) {
   return std::string(value);
 }
 
-std::int64_t parse_positive_int(const std::string& text, const std::string& what) {
+std::optional<std::int64_t> parse_integer(const std::string& text) {
   std::size_t used = 0;
   long long value = 0;
   try {
     value = std::stoll(text, &used, 10);
   } catch (const std::exception&) {
-    used = 0;
+    return std::nullopt;
   }
-  if (used == 0 || used != text.size() || value <= 0) {
+  if (used == 0 || used != text.size()) return std::nullopt;
+  return value;
+}
+
+std::int64_t parse_positive_int(const std::string& text, const std::string& what) {
+  const std::optional<std::int64_t> value = parse_integer(text);
+  if (!value || *value <= 0) {
     throw Error(ErrorCode::invalid_argument,
                 what + ": must be a positive integer, got '" + text + "'");
   }
-  return value;
+  return *value;
 }
 
 ResolvedOptions resolve_options(const Options& options, const EnvLookup& env) {

@@ -30,6 +30,10 @@ struct ResolvedOptions {
 // Throws Error(invalid_argument) naming the option or variable and its rule.
 ResolvedOptions resolve_options(const Options& options, const EnvLookup& env = process_env);
 
+// The whole of `text` as a base-10 integer; nullopt when it is not one (empty,
+// other characters, out of int64 range).
+std::optional<std::int64_t> parse_integer(const std::string& text);
+
 // Parses a positive integer setting; throws Error naming `what`.
 std::int64_t parse_positive_int(const std::string& text, const std::string& what);
 

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+
+#include "core/config.hpp"
 
 namespace asynctp::tool {
 namespace {
@@ -49,14 +52,11 @@ void for_each_flag(const std::vector<std::string>& args, const FlagSpec& spec,
 
 std::int64_t parse_int(const std::string& flag, const std::string& text, std::int64_t lo,
                        std::int64_t hi, const std::string& rule) {
-  errno = 0;
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || text[0] == ' ' || value < lo ||
-      value > hi) {
-    fail(flag, rule + ", got '" + text + "'");
-  }
-  return value;
+  // core::parse_integer, as the library's settings parse, but no leading blank.
+  const std::optional<std::int64_t> value =
+      text.empty() || text[0] == ' ' ? std::nullopt : core::parse_integer(text);
+  if (!value || *value < lo || *value > hi) fail(flag, rule + ", got '" + text + "'");
+  return *value;
 }
 
 std::int64_t parse_positive(const std::string& flag, const std::string& text, std::int64_t hi) {
