@@ -35,14 +35,34 @@ ArrivalClock::~ArrivalClock() {
   thread_.join();
 }
 
-void ArrivalClock::arm(const std::vector<int>& pieces, double seconds_per_piece) {
+void ArrivalClock::schedule(std::uint32_t epoch, const std::vector<int>& pieces,
+                            double seconds_per_piece, bool keep) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    pieces_ = pieces;
-    seconds_per_piece_ = seconds_per_piece;
+    Schedule entry{epoch, pieces, seconds_per_piece};
+    if (keep) {
+      kept_.push_back(std::move(entry));
+    } else {
+      recent_.push_back(std::move(entry));
+      if (recent_.size() > kRecentSchedules) recent_.pop_front();
+    }
   }
   const auto until = now_ns() + std::chrono::nanoseconds(kCloseWatch).count();
   watch_closely_until_ns_.store(until, std::memory_order_relaxed);
+}
+
+ArrivalClock::Schedule ArrivalClock::find_schedule(std::uint32_t epoch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = recent_.rbegin(); it != recent_.rend(); ++it) {
+    if (it->epoch == epoch) return *it;
+  }
+  for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) {
+    if (it->epoch == epoch) return *it;
+  }
+  // Unknown epoch: release everything now, so nothing waits forever.
+  Schedule all{epoch, {}, 0};
+  for (std::size_t p = 0; p + 1 < words_.size(); ++p) all.pieces.push_back(static_cast<int>(p));
+  return all;
 }
 
 void ArrivalClock::loop() {
@@ -51,7 +71,7 @@ void ArrivalClock::loop() {
     const std::uint32_t epoch = load(start);
     if (epoch != 0) {
       store(start, 0);  // consumed: the next call or replay writes it again
-      run_schedule(epoch);
+      run_schedule(find_schedule(epoch));
       continue;
     }
     if (now_ns() < watch_closely_until_ns_.load(std::memory_order_relaxed)) {
@@ -62,18 +82,11 @@ void ArrivalClock::loop() {
   }
 }
 
-void ArrivalClock::run_schedule(std::uint32_t epoch) {
+void ArrivalClock::run_schedule(const Schedule& schedule) {
   const auto t0 = Clock::now();
-  std::vector<int> pieces;
-  double spp = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    pieces = pieces_;
-    spp = seconds_per_piece_;
-  }
-  for (std::size_t i = 0; i < pieces.size(); ++i) {
-    const auto due = t0 + std::chrono::duration_cast<Clock::duration>(
-                              std::chrono::duration<double>(spp * static_cast<double>(i + 1)));
+  for (std::size_t i = 0; i < schedule.pieces.size(); ++i) {
+    const auto due = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                              schedule.seconds_per_piece * static_cast<double>(i + 1)));
     // Sleep while far from the deadline, then spin: releases are a few
     // microseconds apart at NVLink-class speeds. Stopping the clock still
     // releases every word, so no stream is left waiting.
@@ -86,7 +99,7 @@ void ArrivalClock::run_schedule(std::uint32_t epoch) {
         std::this_thread::yield();
       }
     }
-    store(words_.host() + 1 + pieces[i], epoch);
+    store(words_.host() + 1 + schedule.pieces[i], schedule.epoch);
   }
 }
 

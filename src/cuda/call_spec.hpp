@@ -27,6 +27,7 @@ struct CallSpec {
   TensorView c_out;
   void* gathered = nullptr;  // (world_size * m) x k, row-major
   cudaStream_t stream = nullptr;
+  bool capturing = false;  // the caller's stream is capturing a CUDA graph
   std::uint32_t epoch = 1;
   std::int64_t timeout_ms = 0;
   // The peers' chunks in the order the producer moves them (the schedule's

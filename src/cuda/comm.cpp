@@ -13,131 +13,27 @@
 #include "core/schedule.hpp"
 #include "core/signals.hpp"
 #include "core/validate.hpp"
+#include "cuda/call_check.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/enqueue_call.hpp"
 
 namespace asynctp::cuda {
 
-struct CudaComm::Checked {
-  core::ResolvedOptions resolved;
-  core::ProblemDesc problem;
-  core::Plan plan;
-  const native::NativeGemmConfig* config = nullptr;
-  int pieces = 1;  // signal pieces per chunk
-  bool capturing = false;
-};
-
-namespace {
-
-[[noreturn]] void fail(const std::string& argument, const std::string& rule) {
-  throw Error(ErrorCode::invalid_argument, argument + ": " + rule);
-}
-
-// The view must describe memory of the group's device, and the pointer must
-// really be device memory: a host pointer would fault inside a kernel, far
-// from the mistake.
-void check_on_device(const char* name, const TensorView& t, int device) {
-  if (t.device.index != device) {
-    fail(name, "must live on CUDA device " + std::to_string(device) +
-                   " (the group's device), got device " + std::to_string(t.device.index));
-  }
-  cudaPointerAttributes attributes{};
-  const cudaError_t e = cudaPointerGetAttributes(&attributes, t.data);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    fail(name, std::string("is not a pointer CUDA knows (cudaPointerGetAttributes: ") +
-                   cudaGetErrorName(e) + ")");
-  }
-  if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
-    fail(name, "must point to device memory (cudaMalloc or managed); got " +
-                   std::string(attributes.type == cudaMemoryTypeHost ? "pinned host"
-                                                                     : "unregistered host") +
-                   " memory");
-  }
-  if (attributes.device != device) {
-    fail(name, "points to memory of CUDA device " + std::to_string(attributes.device) +
-                   ", not the group's device " + std::to_string(device));
-  }
-}
-
-RunInfo to_run_info(const core::Plan& plan) {
-  return {plan.algorithm, plan.tile_m, plan.tile_n, plan.reason};
-}
-
-bool stream_is_capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  check_cuda(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing(options.stream)");
-  return status == cudaStreamCaptureStatusActive;
-}
-
-std::vector<int> arrival_order(int world, int rank, const ArrivalHooks& hooks) {
-  std::vector<int> order = core::chunk_order(world, rank);
-  if (hooks.reorder) {
-    std::vector<int> reordered = hooks.reorder(rank, order);
-    std::vector<int> sorted = reordered;
-    std::sort(sorted.begin(), sorted.end());
-    std::vector<int> expected = order;
-    std::sort(expected.begin(), expected.end());
-    if (sorted != expected) {
-      fail("options.hooks.reorder", "must return a permutation of the chunk order it is given");
-    }
-    order = reordered;
-  }
-  order.erase(std::remove(order.begin(), order.end(), rank), order.end());
-  return order;
-}
-
-}  // namespace
-
 CudaComm::CudaComm(LoopbackState& group, int rank)
     : group_(group), rank_(rank), res_(group.config.world_size) {}
 
-CudaComm::Checked CudaComm::check_call(const TensorView& a_shard, const TensorView& b,
-                                       const TensorView& c_out, const TensorView* a_gathered_out,
-                                       const Options& options) const {
-  const int device = group_.config.device;
-  check_cuda(cudaSetDevice(device), "cudaSetDevice(group device)");
-  Checked out;
-  out.resolved = core::resolve_options(options);
-  out.problem = core::validate_fused_all_gather_matmul(
-      group_.config.world_size, rank_, DeviceKind::cuda, a_shard, b, c_out, a_gathered_out);
-  check_on_device("a_shard", a_shard, device);
-  check_on_device("b", b, device);
-  check_on_device("c_out", c_out, device);
-  if (a_gathered_out) check_on_device("a_gathered_out", *a_gathered_out, device);
-
-  const CudaCapsChoice choice = cuda_caps(group_.device, out.problem, out.resolved);
-  out.plan = core::plan(out.problem, choice.caps, out.resolved);
-  if (out.plan.algorithm == Algorithm::native) {
-    out.config = choice.config;
-    if (!out.config) {
-      throw Error(ErrorCode::unsupported, "native: no kernel config can run this problem");
-    }
-  }
-  const std::size_t chunk_bytes =
-      static_cast<std::size_t>(out.problem.m * out.problem.k) * element_size(out.problem.dtype);
-  out.pieces =
-      signal_pieces(out.problem.m, chunk_bytes, out.config ? out.config->m_granularity : 1);
-  if (out.config) {
-    out.plan.reason += std::string(" (kernel ") + out.config->name + ", " +
-                       std::to_string(out.pieces) + " signal" + (out.pieces > 1 ? "s" : "") +
-                       " per chunk)";
-  }
-  if (options.hooks.before_copy) {
-    fail("options.hooks.before_copy",
-         "not supported by the cuda backend (a host-side delay would only delay the enqueue); "
-         "delay arrivals with Link::arrival and a low link_gbps");
-  }
-  if (options.hooks.drop && out.plan.algorithm != Algorithm::native) {
-    fail("options.hooks.drop",
-         "the cuda backend honours it for native only, whose waits are bounded in the kernel; "
-         "pipelined and decomposed wait on copy events that a dropped chunk would never record");
-  }
-  out.capturing = stream_is_capturing(static_cast<cudaStream_t>(options.stream));
+CheckedCall CudaComm::check_call(const TensorView& a_shard, const TensorView& b,
+                                 const TensorView& c_out, const TensorView* a_gathered_out,
+                                 const Options& options) const {
+  CallSite site;
+  site.device = &group_.device;
+  site.world_size = group_.config.world_size;
+  site.rank = rank_;
+  CheckedCall out = cuda::check_call(site, a_shard, b, c_out, a_gathered_out, options);
   if (out.capturing && group_.config.serialize_ranks) {
-    fail("options.stream",
-         "is capturing a CUDA graph, but LoopbackConfig::serialize_ranks orders the ranks' "
-         "streams through each other, which separate captures cannot hold");
+    fail_argument("options.stream",
+                  "is capturing a CUDA graph, but LoopbackConfig::serialize_ranks orders the "
+                  "ranks' streams through each other, which separate captures cannot hold");
   }
   return out;
 }
@@ -149,8 +45,9 @@ RunInfo CudaComm::plan_fused_all_gather_matmul(const TensorView& a_shard, const 
   return to_run_info(check_call(a_shard, b, c_out, a_gathered_out, options).plan);
 }
 
-CallSpec CudaComm::make_spec(const Checked& checked, const TensorView& b, const TensorView& c_out,
-                             const TensorView* a_gathered_out, const Options& options) {
+CallSpec CudaComm::make_spec(const CheckedCall& checked, const TensorView& b,
+                             const TensorView& c_out, const TensorView* a_gathered_out,
+                             const Options& options) {
   CallSpec spec;
   spec.problem = checked.problem;
   spec.plan = checked.plan;
@@ -161,6 +58,7 @@ CallSpec CudaComm::make_spec(const Checked& checked, const TensorView& b, const 
   spec.b = b;
   spec.c_out = c_out;
   spec.stream = static_cast<cudaStream_t>(options.stream);
+  spec.capturing = checked.capturing;
   spec.timeout_ms = checked.resolved.wait_timeout_ms;
   spec.arrival_order = arrival_order(spec.problem.world_size, rank_, options.hooks);
   spec.dropped.assign(static_cast<std::size_t>(spec.problem.world_size), false);
@@ -179,10 +77,11 @@ CallSpec CudaComm::make_spec(const Checked& checked, const TensorView& b, const 
                             (res_.gemm[0].ready() &&
                              (spec.plan.algorithm != Algorithm::pipelined || res_.gemm[1].ready()));
     if (!gathered_ready || !link_ready || !gemm_ready) {
-      fail("options.stream",
-           "is capturing a CUDA graph, but this call would first have to allocate its "
-           "workspace, clock or cuBLAS handle; make the same call once uncaptured first (or pass "
-           "a_gathered_out)");
+      fail_argument(
+          "options.stream",
+          "is capturing a CUDA graph, but this call would first have to allocate its "
+          "workspace, clock or cuBLAS handle; make the same call once uncaptured first (or pass "
+          "a_gathered_out)");
     }
   }
   spec.gathered = a_gathered_out ? a_gathered_out->data
@@ -205,7 +104,7 @@ RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
   mine = core::CallRecord{};
   mine.world_size = world;
   std::exception_ptr local_error;
-  Checked checked;
+  CheckedCall checked;
   try {
     checked = check_call(a_shard, b, c_out, a_gathered_out, options);
     mine.problem = checked.problem;

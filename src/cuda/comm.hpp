@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "asynctp/comm.hpp"
+#include "cuda/call_check.hpp"
 #include "cuda/call_spec.hpp"
 #include "cuda/loopback_state.hpp"
 #include "cuda/rank_resources.hpp"
@@ -28,10 +29,9 @@ class CudaComm final : public Comm {
   void synchronize() override;
 
  private:
-  struct Checked;  // a call after its local checks
-  Checked check_call(const TensorView& a_shard, const TensorView& b, const TensorView& c_out,
-                     const TensorView* a_gathered_out, const Options& options) const;
-  CallSpec make_spec(const Checked& checked, const TensorView& b, const TensorView& c_out,
+  CheckedCall check_call(const TensorView& a_shard, const TensorView& b, const TensorView& c_out,
+                         const TensorView* a_gathered_out, const Options& options) const;
+  CallSpec make_spec(const CheckedCall& checked, const TensorView& b, const TensorView& c_out,
                      const TensorView* a_gathered_out, const Options& options);
 
   LoopbackState& group_;

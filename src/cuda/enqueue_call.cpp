@@ -2,9 +2,9 @@
 // holds (issue 3, section 6):
 // - It waits only on chunk flags, written by stream memory operations after
 //   copies to or from pinned host memory (copy engines) or after waits on
-//   host words the arrival clock sets: none of them needs an SM. Every device-to-device copy (the
-//   local chunk; the arrival model's placement) is enqueued on the caller's stream ahead of the
-//   kernel, so it has finished before the grid starts.
+//   host words the arrival clock's thread sets: none of them needs an SM. Every
+//   device-to-device copy (the local chunk; the arrival model's placement) is enqueued on the
+//   caller's stream ahead of the kernel, so it has finished before the grid starts.
 // - The ranks' agreement (a host barrier) happens before anything is enqueued.
 // - Hardware queues: the producer is enqueued before the kernel, and the
 //   ranks of a loopback group enqueue one after another, so in any FIFO queue
@@ -18,8 +18,8 @@
 
 #include <string>
 
-#include "asynctp/error.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/gemm_paths.hpp"
 #include "cuda/link.hpp"
 #include "cuda/stream_memops.hpp"
 
@@ -38,68 +38,6 @@ void record(cudaEvent_t event, cudaStream_t stream, const char* what) {
   check_cuda(cudaEventRecord(event, stream), what);
 }
 
-void* c_rows(const CallSpec& call, int chunk) {
-  const std::size_t row_bytes =
-      static_cast<std::size_t>(call.problem.n) * element_size(call.problem.dtype);
-  return static_cast<char*>(call.c_out.data) +
-         row_bytes * static_cast<std::size_t>(call.problem.m) * static_cast<std::size_t>(chunk);
-}
-
-void launch_native(const CallSpec& call, RankResources& res) {
-  native::NativeGemmArgs args;
-  args.a = call.gathered;
-  args.b = call.b.data;
-  args.b_col_major = call.problem.b_layout == core::Layout::col_major;
-  args.c = call.c_out.data;
-  // The kernel's chunks are the signal pieces: same rows, same order (the
-  // pivot chunk's first piece first), finer flags.
-  args.m_per_chunk = call.problem.m / call.pieces;
-  args.n = call.problem.n;
-  args.k = call.problem.k;
-  args.world_size = call.problem.world_size * call.pieces;
-  args.pivot = call.problem.rank * call.pieces;
-  args.chunk_flags = static_cast<const std::uint32_t*>(res.flags.get());
-  args.epoch = call.epoch;
-  args.timeout_ns = static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u;
-  args.error_words = static_cast<std::uint32_t*>(res.error_words.get());
-  args.max_sms = 0;  // the whole device: nothing the grid waits on needs an SM
-  std::string why;
-  if (!native::can_implement(*call.config, args, &why)) {
-    throw Error(ErrorCode::unsupported, std::string("native kernel ") + call.config->name +
-                                            " cannot run this call: " + why);
-  }
-  check_cuda(native::launch(*call.config, args, nullptr, res.compute.get()), "native GEMM launch");
-}
-
-// Per-chunk cuBLAS GEMMs in schedule order (pivot first), alternating two
-// lanes so that one chunk's GEMM overlaps the next chunk's wait.
-void enqueue_pipelined(const CallSpec& call, RankResources& res) {
-  const cudaStream_t lanes[2] = {res.compute.get(), res.lane2.get()};
-  const int world = call.problem.world_size;
-  // Forked here only: a captured stream that is forked must be joined back.
-  wait(res.lane2.get(), res.fork.get(), "cudaStreamWaitEvent(fork)");
-  for (int i = 0; i < world; ++i) {
-    const int c = (call.problem.rank + i) % world;
-    const int lane = i % 2;
-    if (c != call.problem.rank) {
-      wait(lanes[lane], res.arrived[static_cast<std::size_t>(c)]->get(),
-           "cudaStreamWaitEvent(chunk arrived)");
-    }
-    res.gemm[lane].run(lanes[lane], call.gathered_chunk(c), call.problem.m, call.b,
-                       c_rows(call, c));
-  }
-  record(res.lane2_done.get(), res.lane2.get(), "cudaEventRecord(lane 2 done)");
-  wait(res.compute.get(), res.lane2_done.get(), "cudaStreamWaitEvent(lane 2 done)");
-}
-
-void enqueue_decomposed(const CallSpec& call, RankResources& res) {
-  const cudaStream_t s = res.compute.get();
-  for (int c : call.arrival_order) {
-    wait(s, res.arrived[static_cast<std::size_t>(c)]->get(), "cudaStreamWaitEvent(chunk arrived)");
-  }
-  res.gemm[0].run(s, call.gathered, call.problem.gathered_rows(), call.b, call.c_out.data);
-}
-
 }  // namespace
 
 void enqueue_call(const CallSpec& call, RankResources& res) {
@@ -108,10 +46,22 @@ void enqueue_call(const CallSpec& call, RankResources& res) {
   const int rank = call.problem.rank;
   const std::size_t bytes = call.chunk_bytes();
 
+  // The workspace, flags and clock are this rank's, shared by its calls: a
+  // call on another stream must not start while the previous one runs.
+  // (Inside a capture, stream order is the caller's: waiting on an event
+  // recorded outside the capture is not allowed there.)
+  if (!call.capturing && res.call_end_recorded) {
+    wait(s, res.call_end.get(), "cudaStreamWaitEvent(this rank's previous call)");
+  }
   // Flags go back to 0 in stream order before anything reads them: a graph
   // replays the epoch it captured, so last replay's flags would look ready.
   const int pieces = call.pieces;
-  for (int f = 0; f < world * pieces; ++f) write_value32(s, flag(res, f), 0);
+  // One memset rather than a memory operation per flag (~2 us of device time
+  // each, bench/NOTES.md v6); it runs ahead of the GEMM like every other
+  // kernel-class work of the call.
+  check_cuda(cudaMemsetAsync(res.flags.get(), 0,
+                             sizeof(std::uint32_t) * static_cast<std::size_t>(world * pieces), s),
+             "cudaMemsetAsync(flags)");
 
   // The local chunk needs no link; device copies run ahead of the GEMM.
   check_cuda(cudaMemcpyAsync(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)],
@@ -125,6 +75,7 @@ void enqueue_call(const CallSpec& call, RankResources& res) {
                                  bytes, cudaMemcpyDeviceToDevice, s),
                  "cudaMemcpyAsync(arrival model: place peer chunk)");
     }
+    start_arrival_clock(call, res, s);
   }
 
   record(res.fork.get(), s, "cudaEventRecord(fork)");
@@ -136,14 +87,14 @@ void enqueue_call(const CallSpec& call, RankResources& res) {
   if (call.link == Link::pcie) {
     enqueue_pcie_link(call, res);
   } else {
-    enqueue_arrival_link(call, res);
+    enqueue_arrival_waits(call, res);
   }
   record(res.copy_out_done.get(), res.copy_out.get(), "cudaEventRecord(copy out done)");
   record(res.copy_in_done.get(), res.copy_in.get(), "cudaEventRecord(copy in done)");
 
   switch (call.plan.algorithm) {
     case Algorithm::native:
-      launch_native(call, res);
+      launch_native(call, res, static_cast<const std::uint32_t*>(res.flags.get()));
       break;
     case Algorithm::pipelined:
       enqueue_pipelined(call, res);
@@ -158,6 +109,10 @@ void enqueue_call(const CallSpec& call, RankResources& res) {
   wait(s, res.copy_out_done.get(), "cudaStreamWaitEvent(copy out done)");
   wait(s, res.copy_in_done.get(), "cudaStreamWaitEvent(copy in done)");
   wait(s, res.compute_done.get(), "cudaStreamWaitEvent(compute done)");
+  if (!call.capturing) {
+    record(res.call_end.get(), s, "cudaEventRecord(call end)");
+    res.call_end_recorded = true;
+  }
 }
 
 }  // namespace asynctp::cuda

@@ -44,22 +44,27 @@ void enqueue_pcie_link(const CallSpec& call, RankResources& res) {
   }
 }
 
-void enqueue_arrival_link(const CallSpec& call, RankResources& res) {
-  const int world = call.problem.world_size;
-  if (!res.clock) res.clock = std::make_unique<ArrivalClock>(world * kMaxSignalPieces);
-  // The clock releases every peer piece, dropped or not, so that a stream of
-  // an earlier call still waiting on some piece is always freed.
+void start_arrival_clock(const CallSpec& call, RankResources& res, cudaStream_t stream) {
+  if (!res.clock)
+    res.clock = std::make_unique<ArrivalClock>(call.problem.world_size * kMaxSignalPieces);
+  // Dropped chunks are never released (nothing waits for them).
   std::vector<int> pieces;
   for (int c : call.arrival_order) {
+    if (call.dropped[static_cast<std::size_t>(c)]) continue;
     for (int j = 0; j < call.pieces; ++j) pieces.push_back(c * call.pieces + j);
   }
   const double seconds_per_piece = static_cast<double>(call.piece_bytes()) / (call.link_gbps * 1e9);
-  res.clock->arm(pieces, seconds_per_piece);
+  res.clock->schedule(call.epoch, pieces, seconds_per_piece, call.capturing);
 
-  const cudaStream_t s = res.copy_in.get();
   // A captured graph replays the same epoch: clear the release words first.
-  for (int piece : pieces) write_value32(s, res.clock->release_word(piece), 0);
-  write_value32(s, res.clock->start_word(), call.epoch);
+  // Memory operations, not a memset: these words are host memory, which a
+  // captured memset node may not target.
+  for (int piece : pieces) write_value32(stream, res.clock->release_word(piece), 0);
+  write_value32(stream, res.clock->start_word(), call.epoch);
+}
+
+void enqueue_arrival_waits(const CallSpec& call, RankResources& res) {
+  const cudaStream_t s = res.copy_in.get();
   for (int c : call.arrival_order) {
     if (call.dropped[static_cast<std::size_t>(c)]) continue;
     for (int j = 0; j < call.pieces; ++j) {

@@ -15,9 +15,13 @@ namespace asynctp::cuda {
 // Both streams must already wait on res.fork.
 void enqueue_pcie_link(const CallSpec& call, RankResources& res);
 
-// Link::arrival: the chunks are already in the gathered buffer (placed on the
-// caller's stream before the fork); copy_in starts the rank's arrival clock,
-// then for each piece waits for its release word and writes its flag.
-void enqueue_arrival_link(const CallSpec& call, RankResources& res);
+// Link::arrival, on the caller's stream before the fork (the chunks are
+// already placed there): registers the call's schedule with the rank's clock,
+// clears the release words and writes the start word.
+void start_arrival_clock(const CallSpec& call, RankResources& res, cudaStream_t stream);
+
+// Link::arrival: copy_in waits for each piece's release word, then writes its
+// flag and records the chunk's arrival event.
+void enqueue_arrival_waits(const CallSpec& call, RankResources& res);
 
 }  // namespace asynctp::cuda

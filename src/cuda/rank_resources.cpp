@@ -17,7 +17,8 @@ RankResources::RankResources(int world_size)
       copy_in_done("event create"),
       compute_done("event create"),
       lane2_done("event create"),
-      call_done("event create") {
+      call_done("event create"),
+      call_end("event create") {
   for (int c = 0; c < world_size; ++c) {
     arrived.push_back(std::make_unique<Event>("event create"));
   }

@@ -26,6 +26,8 @@ struct RankResources {
   Stream lane2;     // pipelined: the second GEMM lane
   Stream copy_out;  // PCIe link: peer shard -> pinned bounce (device to host)
   Event fork, copy_out_done, copy_in_done, compute_done, lane2_done, call_done;
+  Event call_end;  // the last uncaptured call's work, joined on its stream
+  bool call_end_recorded = false;
   std::vector<std::unique_ptr<Event>> staged;   // per signal piece: in the bounce buffer
   std::vector<std::unique_ptr<Event>> arrived;  // per chunk: in gathered, signalled
   DeviceMemory flags;        // a flag per signal piece of every chunk (epoch protocol)

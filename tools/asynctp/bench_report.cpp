@@ -218,7 +218,8 @@ std::string format_bench_table(const BenchReport& r) {
   for (const BenchLink& l : r.links) out += "# link " + describe_link(l.link, l.link_gbps) + "\n";
   out +=
       "# time: per rank, median over iterations of (event on rank 0's stream before its call ..\n"
-      "#   event on rank W-1's stream after its call) / W; cublas: one GEMM of the whole\n"
+      "#   event on rank W-1's stream after its call) / W, device work held back until every\n"
+      "#   rank has enqueued (device time, not host enqueue); cublas: one GEMM of the whole\n"
       "#   gathered problem (T_gemm). T_comm = T_decomposed - T_gemm (derived, not measured:\n"
       "#   decomposed is the all-gather followed by the GEMM, no overlap)\n";
   out += "#\n";

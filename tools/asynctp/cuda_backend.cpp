@@ -1,5 +1,6 @@
 #include "cuda_backend.hpp"
 
+#include <atomic>
 #include <barrier>
 #include <cstdio>
 #include <exception>
@@ -7,6 +8,8 @@
 #include "asynctp/error.hpp"
 #include "asynctp/ops.hpp"
 #include "check.hpp"
+#include "cuda/resources.hpp"
+#include "cuda/stream_memops.hpp"
 #include "cuda_entry.hpp"
 
 namespace asynctp::tool {
@@ -157,31 +160,49 @@ std::vector<double> CudaBackend::time_calls(int total, const CallFn& call, const
   std::vector<Event> begin(iterations);
   std::vector<Event> end(iterations);
   std::barrier<> iteration_start(world);
+  std::barrier<> all_enqueued(world);
+  // The start gate: rank 0's stream holds back the iteration's device work
+  // until every rank has enqueued its call, so the time is the device's, not
+  // the host's turn-by-turn enqueue of W virtual ranks (real ranks enqueue in
+  // parallel, one process each). Not on the first iteration: a first call may
+  // allocate, and cudaFree waits for the device, which would wait for the gate.
+  cuda::MappedWords gate(1, "cudaHostAlloc(start gate word)");
   group_.run([&](Comm& comm) {
     const int r = comm.rank();
     const cudaStream_t s = static_cast<cudaStream_t>(stream(r));
+    int i = 0;
     try {
-      for (int i = 0; i < total; ++i) {
+      for (; i < total; ++i) {
         iteration_start.arrive_and_wait();
         const auto at = static_cast<std::size_t>(i);
+        const bool gated = i > 0;
         if (r == 0) {
           // Iteration i-1 is finished on every rank (each synchronized
           // before arriving), so its events are complete.
           before(i, i > 0 ? std::optional<double>(end[at - 1].ms_since(begin[at - 1]) / world)
                           : std::nullopt);
+          if (gated) cuda::wait_value32_equal(s, gate.device(), static_cast<std::uint32_t>(i));
           begin[at].record(s);
         }
         call(comm, i);
         if (r == world - 1) end[at].record(s);
+        all_enqueued.arrive_and_wait();
+        if (r == 0 && gated) {
+          std::atomic_ref<std::uint32_t>(*gate.host())
+              .store(static_cast<std::uint32_t>(i), std::memory_order_release);
+        }
         synchronize(comm);
         // synchronize covers the call's work; the event after it is waited
         // for too, so rank 0 may read it once past the next barrier.
         if (r == world - 1) end[at].wait();
       }
     } catch (...) {
-      // A failing rank must not leave the others waiting at the barrier;
-      // their next collective call then fails within the wait timeout.
+      // A failing rank must not leave the others waiting at a barrier; their
+      // next collective call then fails within the wait timeout. The gate
+      // opens, so that rank 0's stream does not wait on it forever.
+      std::atomic_ref<std::uint32_t>(*gate.host()).store(static_cast<std::uint32_t>(i));
       iteration_start.arrive_and_drop();
+      all_enqueued.arrive_and_drop();
       throw;
     }
   });

@@ -54,7 +54,9 @@ constexpr const char* kCudaHelp =
     "asynctp::synchronize). For timing the ranks are serialized: each rank's device\n"
     "work waits for the previous rank's, so every call runs as if its rank had the GPU\n"
     "alone, and the per-rank time is the span from a CUDA event on rank 0's stream just\n"
-    "before its call to one on rank W-1's stream just after its call, divided by W.\n";
+    "before its call to one on rank W-1's stream just after its call, divided by W.\n"
+    "From the second call on, rank 0's stream holds the device work back until every\n"
+    "rank has enqueued its call, so the time is the device's, not the host's.\n";
 
 }  // namespace
 

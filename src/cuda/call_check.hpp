@@ -1,0 +1,54 @@
+// The local half of a CUDA call, shared by every CUDA communicator (loopback
+// ranks on one GPU, NCCL ranks on many): argument rules, device residency,
+// the plan and its native kernel config, signal pieces, capture state. What
+// the ranks must then agree on is the communicator's business.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+#include "asynctp/options.hpp"
+#include "asynctp/tensor.hpp"
+#include "core/config.hpp"
+#include "core/planner.hpp"
+#include "core/problem.hpp"
+#include "cuda/backend_caps.hpp"
+
+namespace asynctp::cuda {
+
+struct CheckedCall {
+  core::ResolvedOptions resolved;
+  core::ProblemDesc problem;
+  core::Plan plan;
+  const native::NativeGemmConfig* config = nullptr;
+  int pieces = 1;  // signal pieces per chunk
+  bool capturing = false;
+};
+
+struct CallSite {
+  const DeviceInfo* device = nullptr;  // the rank's GPU (made current by the check)
+  int world_size = 1;
+  int rank = 0;
+  // Why this rank cannot pull its peers' shards itself ("" when it can),
+  // e.g. peers on another node: then neither native nor pipelined can run,
+  // and the planner picks decomposed and says why.
+  std::string no_peer_access;
+};
+
+// Throws Error(invalid_argument) naming the argument and its rule, or
+// Error(unsupported) when native is forced where no kernel config fits.
+CheckedCall check_call(const CallSite& site, const TensorView& a_shard, const TensorView& b,
+                       const TensorView& c_out, const TensorView* a_gathered_out,
+                       const Options& options);
+
+RunInfo to_run_info(const core::Plan& plan);
+
+// The peers' chunks in the order the producer moves them: the schedule's
+// order (pivot first), or a test hook's permutation of it, without `rank`.
+std::vector<int> arrival_order(int world, int rank, const ArrivalHooks& hooks);
+
+[[noreturn]] void fail_argument(const std::string& argument, const std::string& rule);
+
+}  // namespace asynctp::cuda
