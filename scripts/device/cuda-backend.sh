@@ -3,11 +3,15 @@
 # checked there, each step in its own process bounded by `timeout`, logs and
 # XML reports under $OUT, a summary last.
 #   gpu-tests          every GPU test (native kernel, producer, loopback backend)
+#   nccl-tests         the NCCL transport's tests (W > GPUs skip themselves)
 #   max-connections    the tests that need CUDA_DEVICE_MAX_CONNECTIONS=1 (read
 #                      when the CUDA context is made, hence its own process)
 #   cli-gpu            the CLI tests that need a GPU (run/bench on cuda)
 #   readme-run         the README's quick-start run, on the GPU
 #   bench              `asynctp bench --check` (section 8(b) of issue 3)
+#   signal-costs       bench/signal_costs.cpp: what each signalling mechanism costs
+#   arrival-sweep      the arrival link alone at 100, 400, 1600 and 10^6 GB/s
+#                      (how native's overlap changes with the link's speed)
 # Build here first (scripts/build-device-bundle puts the binaries and the
 # OpenBLAS libraries in .devbin/gpu), then carry .devbin.
 #
@@ -17,7 +21,7 @@ cd "$(dirname "$0")/../.."
 source scripts/device/env.sh
 bin=.devbin/gpu
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(gpu-tests max-connections cli-gpu readme-run bench)
+[ ${#steps[@]} -eq 0 ] && steps=(gpu-tests nccl-tests max-connections cli-gpu readme-run bench)
 
 summary=()
 run_step() {  # run_step NAME LIMIT_S COMMAND...
@@ -27,22 +31,27 @@ run_step() {  # run_step NAME LIMIT_S COMMAND...
   local start=$SECONDS
   timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
   local rc=$?
-  tail -n 25 "$OUT/$name.log"
+  tail -n 40 "$OUT/$name.log"
   summary+=("$(printf '%-16s exit %3d  %4ds' "$name" "$rc" $((SECONDS - start)))")
 }
 
 for step in "${steps[@]}"; do
   case $step in
-    gpu-tests) run_step gpu-tests 420 "$bin/asynctp_gpu_tests" \
-                 --gtest_output=xml:"$OUT/gpu-tests.xml" ;;
+    gpu-tests) run_step gpu-tests 420 "$bin/asynctp_gpu_tests" --gtest_brief=1 ;;
+    nccl-tests) run_step nccl-tests 200 "$bin/asynctp_nccl_tests" --gtest_brief=1 ;;
     max-connections) run_step max-connections 240 env CUDA_DEVICE_MAX_CONNECTIONS=1 \
-                 "$bin/asynctp_gpu_tests" --gtest_output=xml:"$OUT/max-connections.xml" \
+                 "$bin/asynctp_gpu_tests" --gtest_brief=1 \
                  --gtest_filter='LoopbackMaxConnections.*:ProducerMaxConnections.*' ;;
     cli-gpu) run_step cli-gpu 240 env ASYNCTP_CLI="$PWD/$bin/asynctp" "$bin/asynctp_cli_tests" \
                  --gtest_filter='CliCudaRun.*:CliBench.*' ;;
     readme-run) run_step readme-run 240 "$bin/asynctp" run --world-size 8 -m 8192 -n 2048 \
                  -k 2048 --check ;;
     bench) run_step bench 300 "$bin/asynctp" bench --check ;;
+    signal-costs) run_step signal-costs 120 "$bin/asynctp_signal_costs" ;;
+    arrival-sweep)
+      for gbps in 100 400 1600 1000000; do
+        run_step "arrival-$gbps" 120 "$bin/asynctp" bench --link arrival --link-gbps "$gbps"
+      done ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

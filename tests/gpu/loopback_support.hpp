@@ -108,9 +108,14 @@ inline asynctp::cuda::LoopbackConfig loopback_config(int world, asynctp::cuda::L
 
 class RankStreams {
  public:
-  cudaError_t create(int world) {
+  // devices[r]: rank r's GPU (default: all on GPU 0, the loopback group's).
+  cudaError_t create(int world, const std::vector<int>& devices = {}) {
     streams_.clear();
     for (int r = 0; r < world; ++r) {
+      if (!devices.empty()) {
+        const cudaError_t e = cudaSetDevice(devices[static_cast<std::size_t>(r)]);
+        if (e != cudaSuccess) return e;
+      }
       streams_.push_back(std::make_unique<Stream>());
       const cudaError_t e = streams_.back()->create();
       if (e != cudaSuccess) return e;
@@ -141,9 +146,9 @@ class RankStreams {
 
 // asynctp_test::run_bounded (the watchdog shared with the CPU tests), in
 // milliseconds and with the GPU tests' host limit.
-inline double run_group_bounded(asynctp::cuda::LoopbackGroup& group,
-                                const std::function<void(asynctp::Comm&)>& body,
-                                const std::string& what, double limit_s = kHostLimitS) {
+template <class Group>
+double run_group_bounded(Group& group, const std::function<void(asynctp::Comm&)>& body,
+                         const std::string& what, double limit_s = kHostLimitS) {
   return 1e3 * asynctp_test::run_bounded(group, body, limit_s, what);
 }
 
@@ -169,10 +174,10 @@ using RankCall = std::function<asynctp::RunInfo(asynctp::Comm&, cudaStream_t)>;
 // Every rank runs call(comm, its stream) and then asynctp::synchronize(comm)
 // (unless sync is false), on the group's threads. Afterwards every stream is
 // drained, so the host may read device memory.
-inline std::vector<RankResult> run_ranks(asynctp::cuda::LoopbackGroup& group,
-                                         const RankStreams& streams, const RankCall& call,
-                                         const std::string& what, bool sync = true,
-                                         double limit_s = kHostLimitS) {
+template <class Group>
+std::vector<RankResult> run_ranks(Group& group, const RankStreams& streams, const RankCall& call,
+                                  const std::string& what, bool sync = true,
+                                  double limit_s = kHostLimitS) {
   std::vector<RankResult> results(static_cast<std::size_t>(group.world_size()));
   run_group_bounded(
       group,
@@ -255,6 +260,11 @@ class LoopbackProblem {
 
   LoopbackProblem(const Shape& shape, std::mt19937_64& rng) : host_(shape, rng) {}
 
+  // Rank r's buffers on GPU devices[r] (before prepare(); default: all on
+  // GPU 0, as for a loopback group).
+  void set_devices(std::vector<int> devices) { devices_ = std::move(devices); }
+  int device(int r) const { return devices_.empty() ? 0 : devices_[static_cast<std::size_t>(r)]; }
+
   const Shape& shape() const { return host_.shape(); }
   int world() const { return host_.world(); }
   FusedProblem& host() { return host_; }
@@ -266,6 +276,7 @@ class LoopbackProblem {
   void prepare() {
     ranks_.clear();
     for (int r = 0; r < world(); ++r) {
+      CUDA_ASSERT(cudaSetDevice(device(r)));
       auto buf = std::make_unique<RankBuffers>();
       CUDA_ASSERT(buf->a.alloc(host_.a_tensor(r).bytes()));
       CUDA_ASSERT(buf->b.alloc(host_.b_tensor(r).bytes()));
@@ -290,7 +301,7 @@ class LoopbackProblem {
       CUDA_ASSERT(cudaMemcpy(buffers(r).b.p, host_.b_tensor(r).data(), host_.b_tensor(r).bytes(),
                              cudaMemcpyHostToDevice));
     }
-    CUDA_ASSERT(cudaDeviceSynchronize());  // the calls run on non-blocking streams
+    sync_devices();  // the calls run on non-blocking streams
   }
 
   // Poisons c_out and a_gathered_out of every rank (host and device) and
@@ -308,14 +319,21 @@ class LoopbackProblem {
       CUDA_ASSERT(cudaMemset(static_cast<char*>(buffers(r).c.p) + cb, kGuardByte, kGuardBytes));
       CUDA_ASSERT(cudaMemset(static_cast<char*>(buffers(r).g.p) + gb, kGuardByte, kGuardBytes));
     }
-    CUDA_ASSERT(cudaDeviceSynchronize());
+    sync_devices();
   }
 
-  // Device views of rank r's tensors (device {cuda, 0}).
-  asynctp::TensorView a(int r) const { return on_device(host_.a(r), buffers(r).a.p); }
-  asynctp::TensorView b(int r) const { return on_device(host_.b(r), buffers(r).b.p); }
-  asynctp::TensorView c(int r) const { return on_device(host_.c(r), buffers(r).c.p); }
-  asynctp::TensorView g(int r) const { return on_device(host_.g(r), buffers(r).g.p); }
+  void sync_devices() {
+    for (int r = 0; r < world(); ++r) {
+      CUDA_ASSERT(cudaSetDevice(device(r)));
+      CUDA_ASSERT(cudaDeviceSynchronize());
+    }
+  }
+
+  // Device views of rank r's tensors (device {cuda, device(r)}).
+  asynctp::TensorView a(int r) const { return on_device(host_.a(r), buffers(r).a.p, device(r)); }
+  asynctp::TensorView b(int r) const { return on_device(host_.b(r), buffers(r).b.p, device(r)); }
+  asynctp::TensorView c(int r) const { return on_device(host_.c(r), buffers(r).c.p, device(r)); }
+  asynctp::TensorView g(int r) const { return on_device(host_.g(r), buffers(r).g.p, device(r)); }
 
   // The call every rank makes, on `stream`, gathered output per the shape.
   asynctp::RunInfo call(asynctp::Comm& comm, asynctp::Options options, cudaStream_t stream) const {
@@ -397,6 +415,7 @@ class LoopbackProblem {
   }
 
   FusedProblem host_;
+  std::vector<int> devices_;
   std::vector<std::unique_ptr<RankBuffers>> ranks_;
   std::vector<std::vector<unsigned char>> poisoned_c_, poisoned_g_;
 };

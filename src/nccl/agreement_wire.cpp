@@ -1,0 +1,89 @@
+#include "nccl/agreement_wire.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "asynctp/error.hpp"
+
+namespace asynctp::nccl {
+namespace {
+
+constexpr std::int64_t kMagic = 0x61747031;  // "atp1": format version 1
+constexpr std::size_t kFields = 16;
+constexpr std::size_t kErrorOffset = kFields * sizeof(std::int64_t);
+constexpr std::size_t kErrorBytes = kWireRecordBytes - kErrorOffset;
+
+enum Field : std::size_t {
+  magic,
+  ok,
+  world_size,
+  rank,
+  m,
+  n,
+  k,
+  dtype,
+  b_layout,
+  gathered_out,
+  algorithm,
+  tile_m,
+  tile_n,
+};
+
+}  // namespace
+
+WireRecord encode(const core::CallRecord& record) {
+  std::int64_t fields[kFields] = {};
+  fields[magic] = kMagic;
+  fields[ok] = record.ok ? 1 : 0;
+  fields[world_size] = record.world_size;
+  fields[rank] = record.problem.rank;
+  fields[m] = record.problem.m;
+  fields[n] = record.problem.n;
+  fields[k] = record.problem.k;
+  fields[dtype] = static_cast<std::int64_t>(record.problem.dtype);
+  fields[b_layout] = static_cast<std::int64_t>(record.problem.b_layout);
+  fields[gathered_out] = record.problem.gathered_out ? 1 : 0;
+  fields[algorithm] = static_cast<std::int64_t>(record.plan.algorithm);
+  fields[tile_m] = record.plan.tile_m;
+  fields[tile_n] = record.plan.tile_n;
+  WireRecord wire{};
+  std::memcpy(wire.data(), fields, sizeof fields);
+  std::string error = record.error;
+  if (error.size() > kErrorBytes - 1) error = error.substr(0, kErrorBytes - 4) + "...";
+  std::memcpy(wire.data() + kErrorOffset, error.data(), error.size());
+  return wire;
+}
+
+core::CallRecord decode(const WireRecord& wire) {
+  std::int64_t fields[kFields];
+  std::memcpy(fields, wire.data(), sizeof fields);
+  if (fields[magic] != kMagic) {
+    throw Error(ErrorCode::backend,
+                "agreement: a peer sent a record this build cannot read (different asynctp "
+                "version on another rank?)");
+  }
+  const auto in = [](std::int64_t v, std::int64_t hi) { return v >= 0 && v <= hi; };
+  if (!in(fields[dtype], 2) || !in(fields[b_layout], 1) || !in(fields[algorithm], 3)) {
+    throw Error(ErrorCode::backend, "agreement: a peer sent a record with out-of-range fields");
+  }
+  core::CallRecord record;
+  record.ok = fields[ok] != 0;
+  record.world_size = static_cast<int>(fields[world_size]);
+  record.problem.world_size = record.world_size;
+  record.problem.rank = static_cast<int>(fields[rank]);
+  record.problem.m = fields[m];
+  record.problem.n = fields[n];
+  record.problem.k = fields[k];
+  record.problem.dtype = static_cast<DType>(fields[dtype]);
+  record.problem.b_layout = static_cast<core::Layout>(fields[b_layout]);
+  record.problem.gathered_out = fields[gathered_out] != 0;
+  record.plan.algorithm = static_cast<Algorithm>(fields[algorithm]);
+  record.plan.tile_m = fields[tile_m];
+  record.plan.tile_n = fields[tile_n];
+  const char* text = reinterpret_cast<const char*>(wire.data() + kErrorOffset);
+  record.error.assign(text, strnlen(text, kErrorBytes));
+  return record;
+}
+
+}  // namespace asynctp::nccl

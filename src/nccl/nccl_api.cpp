@@ -1,0 +1,274 @@
+// The public entry points of asynctp/nccl.hpp.
+#include <nccl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "asynctp/error.hpp"
+#include "asynctp/nccl.hpp"
+#include "bootstrap/launch_env.hpp"
+#include "bootstrap/tcp_rendezvous.hpp"
+#include "core/rank_threads.hpp"
+#include "cuda/cuda_check.hpp"
+#include "nccl/environment_comm.hpp"
+#include "nccl/nccl_check.hpp"
+#include "nccl/nccl_comm.hpp"
+
+namespace asynctp::nccl {
+namespace {
+
+using cuda::check_cuda;
+
+[[noreturn]] void fail(const std::string& argument, const std::string& rule) {
+  throw Error(ErrorCode::invalid_argument, argument + ": " + rule);
+}
+
+int device_count_or_throw() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw Error(ErrorCode::backend, std::string("nccl: no usable CUDA driver or device "
+                                                "(cudaGetDeviceCount: ") +
+                                        cudaGetErrorName(e) + ")");
+  }
+  return count;
+}
+
+std::string gpu_uuid(int device) {
+  cudaDeviceProp props{};
+  check_cuda(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
+  std::string text = "GPU-";
+  char byte[3];
+  for (int i = 0; i < 16; ++i) {
+    std::snprintf(byte, sizeof byte, "%02x", static_cast<unsigned char>(props.uuid.bytes[i]));
+    text += byte;
+  }
+  return text;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+std::string to_hex(const void* data, std::size_t bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < bytes; ++i) {
+    const auto b = static_cast<const unsigned char*>(data)[i];
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+void from_hex(const std::string& hex, void* data, std::size_t bytes) {
+  if (hex.size() != 2 * bytes) {
+    throw Error(ErrorCode::backend, "rendezvous: rank 0 sent a malformed NCCL unique id");
+  }
+  for (std::size_t i = 0; i < bytes; ++i) {
+    static_cast<unsigned char*>(data)[i] =
+        static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  }
+}
+
+// "key=value" lines.
+std::map<std::string, std::string> parse_record(const std::string& record) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(record);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto eq = line.find('=');
+    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string unavailable_reason(int world_size) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::string("no usable CUDA driver or device (cudaGetDeviceCount: ") +
+           cudaGetErrorName(e) + ")";
+  }
+  if (count < world_size) {
+    return std::to_string(world_size) + " ranks need " + std::to_string(world_size) +
+           " GPUs; this process sees " + std::to_string(count);
+  }
+  for (int d = 0; d < world_size; ++d) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return "cannot query CUDA device " + std::to_string(d);
+    }
+    if (major < 8) {
+      return "CUDA device " + std::to_string(d) + " is sm_" + std::to_string(major) +
+             "x; bf16 GEMMs need sm_80 or newer";
+    }
+  }
+  return "";
+}
+
+std::unique_ptr<Comm> wrap_nccl_comm(ncclComm* comm) {
+  if (!comm) fail("comm", "must be an initialized ncclComm_t, got null");
+  return std::make_unique<NcclComm>(comm, /*owns_comm=*/false);
+}
+
+std::unique_ptr<Comm> comm_from_environment(const EnvironmentOptions& options) {
+  const auto info = bootstrap::launch_info_from_env();
+  if (!info) {
+    fail("environment",
+         "no launcher variables found (RANK and WORLD_SIZE as torchrun sets them, or Open MPI's "
+         "OMPI_COMM_WORLD_*, MPICH's PMI_*, Slurm's SLURM_PROCID/SLURM_NTASKS)");
+  }
+  return comm_from_launch_info(*info, options);
+}
+
+std::unique_ptr<Comm> comm_from_launch_info(const bootstrap::LaunchInfo& launch,
+                                            const EnvironmentOptions& options) {
+  const bootstrap::LaunchInfo* info = &launch;
+  const int count = device_count_or_throw();
+  const int device = options.device >= 0 ? options.device : info->local_rank;
+  if (device >= count) {
+    fail(options.device >= 0 ? "options.device" : "LOCAL_RANK",
+         "rank " + std::to_string(info->rank) + " would use GPU " + std::to_string(device) +
+             ", but this node's process sees " + std::to_string(count) +
+             " GPU(s); run at most one rank per GPU (" + info->launcher + ")");
+  }
+  check_cuda(cudaSetDevice(device), "cudaSetDevice(the rank's GPU)");
+
+  ncclUniqueId id{};
+  if (info->rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  std::string record = "host=" + host_name() + "\ngpu=" + gpu_uuid(device) +
+                       "\ndevice=" + std::to_string(device) + "\n";
+  if (info->rank == 0) record += "id=" + to_hex(&id, sizeof id) + "\n";
+  const std::vector<std::string> all =
+      bootstrap::all_gather_records(*info, record, options.rendezvous_timeout_ms);
+
+  std::map<std::string, int> owner;  // host + GPU -> first rank using it
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const auto fields = parse_record(all[r]);
+    const std::string key = fields.count("host") && fields.count("gpu")
+                                ? fields.at("host") + "/" + fields.at("gpu")
+                                : "";
+    const auto [it, inserted] = owner.emplace(key, static_cast<int>(r));
+    if (!inserted) {
+      fail("LOCAL_RANK", "ranks " + std::to_string(it->second) + " and " + std::to_string(r) +
+                             " would both use " + fields.at("gpu") + " on host " +
+                             fields.at("host") + "; each rank needs its own GPU");
+    }
+  }
+  if (info->rank != 0) {
+    const auto fields = parse_record(all.front());
+    if (!fields.count("id")) {
+      throw Error(ErrorCode::backend, "rendezvous: rank 0's record has no NCCL unique id");
+    }
+    from_hex(fields.at("id"), &id, sizeof id);
+  }
+  ncclComm_t comm = nullptr;
+  check_nccl(ncclCommInitRank(&comm, info->world_size, id, info->rank), "ncclCommInitRank");
+  try {
+    return std::make_unique<NcclComm>(comm, /*owns_comm=*/true);
+  } catch (...) {
+    (void)ncclCommAbort(comm);
+    throw;
+  }
+}
+
+struct LocalGroup::State {
+  std::vector<int> devices;
+  std::vector<std::unique_ptr<NcclComm>> comms;
+};
+
+LocalGroup::LocalGroup(int world_size, std::vector<int> devices) {
+  if (world_size < 1) {
+    fail("world_size", "must be at least 1, got " + std::to_string(world_size));
+  }
+  const int count = device_count_or_throw();
+  if (devices.empty()) {
+    for (int d = 0; d < world_size; ++d) devices.push_back(d);
+  }
+  if (static_cast<int>(devices.size()) != world_size) {
+    fail("devices", "must name one GPU per rank (" + std::to_string(world_size) + "), got " +
+                        std::to_string(devices.size()));
+  }
+  for (std::size_t r = 0; r < devices.size(); ++r) {
+    if (devices[r] < 0 || devices[r] >= count) {
+      fail("devices", "rank " + std::to_string(r) + " names GPU " + std::to_string(devices[r]) +
+                          ", but this process sees " + std::to_string(count) + " GPU(s)");
+    }
+    for (std::size_t q = 0; q < r; ++q) {
+      if (devices[q] == devices[r]) {
+        fail("devices", "ranks " + std::to_string(q) + " and " + std::to_string(r) +
+                            " both name GPU " + std::to_string(devices[r]) +
+                            "; each rank needs its own GPU (the loopback group of "
+                            "asynctp/cuda.hpp puts virtual ranks on one GPU)");
+      }
+    }
+  }
+  std::vector<ncclComm_t> raw(static_cast<std::size_t>(world_size), nullptr);
+  check_nccl(ncclCommInitAll(raw.data(), world_size, devices.data()), "ncclCommInitAll");
+  auto state = std::make_unique<State>();
+  state->devices = devices;
+  state->comms.resize(raw.size());
+  try {
+    // Collective constructors: one thread per rank.
+    core::run_on_rank_threads(world_size, [&](int r) {
+      check_cuda(cudaSetDevice(devices[static_cast<std::size_t>(r)]), "cudaSetDevice");
+      state->comms[static_cast<std::size_t>(r)] =
+          std::make_unique<NcclComm>(raw[static_cast<std::size_t>(r)], /*owns_comm=*/true);
+    });
+  } catch (...) {
+    for (std::size_t r = 0; r < raw.size(); ++r) {
+      if (!state->comms[r]) (void)ncclCommAbort(raw[r]);
+    }
+    throw;
+  }
+  state_ = std::move(state);
+}
+
+LocalGroup::~LocalGroup() {
+  if (!state_) return;
+  // Finalizing is collective too: destroy the ranks from their own threads.
+  core::run_on_rank_threads(world_size(), [&](int r) {
+    (void)cudaSetDevice(state_->devices[static_cast<std::size_t>(r)]);
+    state_->comms[static_cast<std::size_t>(r)].reset();
+  });
+}
+
+int LocalGroup::world_size() const noexcept { return static_cast<int>(state_->comms.size()); }
+
+Comm& LocalGroup::comm(int rank) {
+  if (rank < 0 || rank >= world_size()) {
+    fail("rank",
+         "must lie in [0, " + std::to_string(world_size()) + "), got " + std::to_string(rank));
+  }
+  return *state_->comms[static_cast<std::size_t>(rank)];
+}
+
+int LocalGroup::device(int rank) const {
+  if (rank < 0 || rank >= world_size()) {
+    fail("rank",
+         "must lie in [0, " + std::to_string(world_size()) + "), got " + std::to_string(rank));
+  }
+  return state_->devices[static_cast<std::size_t>(rank)];
+}
+
+void LocalGroup::run(const std::function<void(Comm&)>& body) {
+  core::run_on_rank_threads(world_size(), [&](int r) {
+    check_cuda(cudaSetDevice(state_->devices[static_cast<std::size_t>(r)]), "cudaSetDevice");
+    body(*state_->comms[static_cast<std::size_t>(r)]);
+  });
+}
+
+}  // namespace asynctp::nccl

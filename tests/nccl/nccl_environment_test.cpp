@@ -1,0 +1,263 @@
+// asynctp::nccl::comm_from_environment: one process per rank, as torchrun,
+// mpirun or srun start them.
+//
+//   NcclEnvironment.*        in this process: no launcher variables (no GPU
+//                            needed: the error comes first); a world of one
+//                            through the whole path (rendezvous, NCCL init,
+//                            calls checked vs float64); two ranks naming one
+//                            GPU refused on both; a local rank past the GPUs.
+//   NcclProcesses/W.*        W = 1, 2, 4, 8 child processes of this test
+//                            binary, each one rank (RANK, WORLD_SIZE,
+//                            LOCAL_RANK, MASTER_ADDR, MASTER_PORT set as
+//                            torchrun sets them), each checking its own C for
+//                            every algorithm; skip when fewer than W GPUs.
+//                            Bounded: a child still running after 180 s is
+//                            killed and the test fails.
+//   NcclProcessChild.Run     the child's body; skips unless started so.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nccl/environment_comm.hpp"
+#include "nccl/nccl_support.hpp"
+
+extern char** environ;
+
+namespace asynctp {
+namespace {
+
+using asynctp_test::ScopedEnv;
+using asynctp_test::Seed;
+namespace lb = asynctp_test::loopback;
+namespace nt = asynctp_test::nccl;
+
+// An ephemeral port nobody listens on right now.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  int port = 0;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+bootstrap::LaunchInfo launch(int rank, int world, int local_rank, int port) {
+  bootstrap::LaunchInfo info;
+  info.launcher = "test";
+  info.rank = rank;
+  info.world_size = world;
+  info.local_rank = local_rank;
+  info.master_addr = "127.0.0.1";
+  info.master_port = port;
+  return info;
+}
+
+TEST(NcclEnvironment, NoLauncherVariablesIsAClearError) {
+  std::vector<std::unique_ptr<ScopedEnv>> cleared;
+  for (const char* name :
+       {"RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+        "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS"}) {
+    cleared.push_back(std::make_unique<ScopedEnv>(name, std::nullopt));
+  }
+  try {
+    (void)nccl::comm_from_environment();
+    FAIL() << "a communicator without a launcher";
+  } catch (const Error& e) {
+    EXPECT_EQ(ErrorCode::invalid_argument, e.code());
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("environment: no launcher variables"))
+        << e.what();
+  }
+}
+
+TEST(NcclEnvironment, WorldOfOneThroughTheWholePath) {
+  ASYNCTP_REQUIRE_GPUS(1, true);
+  lb::CleanPlannerEnv env;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  std::unique_ptr<Comm> comm =
+      nccl::comm_from_launch_info(launch(0, 1, 0, free_port()), nccl::EnvironmentOptions{});
+  ASSERT_EQ(0, comm->rank());
+  ASSERT_EQ(1, comm->world_size());
+  for (const Algorithm algorithm : {Algorithm::native, Algorithm::decomposed}) {
+    lb::RankStreams streams;
+    CUDA_ASSERT(streams.create(1, {0}));
+    lb::LoopbackProblem problem(lb::loopback_shape(1, 512, 320, 448), rng);
+    ASSERT_NO_FATAL_FAILURE(problem.prepare());
+    const RunInfo info = problem.call(*comm, lb::options_for(algorithm), streams[0]);
+    EXPECT_EQ(algorithm, info.algorithm) << info.reason;
+    synchronize(*comm);
+    streams.drain("world of one");
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+  }
+}
+
+TEST(NcclEnvironment, TwoRanksOnOneGpuAreRefusedOnBoth) {
+  ASYNCTP_REQUIRE_GPUS(1, false);
+  const int port = free_port();
+  std::string errors[2];
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      try {
+        nccl::EnvironmentOptions options;
+        options.rendezvous_timeout_ms = 20'000;
+        (void)nccl::comm_from_launch_info(launch(r, 2, 0, port), options);
+        errors[r] = "accepted";
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(std::string::npos, errors[r].find("LOCAL_RANK: ranks 0 and 1 would both use GPU-"))
+        << "rank " << r << ": " << errors[r];
+    EXPECT_NE(std::string::npos, errors[r].find("each rank needs its own GPU")) << errors[r];
+  }
+}
+
+TEST(NcclEnvironment, LocalRankPastTheGpusIsAClearError) {
+  ASYNCTP_REQUIRE_GPUS(1, false);
+  const int count = nt::gpu_count();
+  try {
+    (void)nccl::comm_from_launch_info(launch(0, 1, count, free_port()), {});
+    FAIL() << "local rank " << count << " accepted with " << count << " GPUs";
+  } catch (const Error& e) {
+    EXPECT_EQ(ErrorCode::invalid_argument, e.code());
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("LOCAL_RANK: rank 0 would use GPU"))
+        << e.what();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// One process per rank
+
+constexpr const char* kChildVariable = "ASYNCTP_TEST_NCCL_CHILD";
+
+TEST(NcclProcessChild, Run) {
+  const char* seed_text = std::getenv(kChildVariable);
+  if (!seed_text) GTEST_SKIP() << "runs only as a child of NcclProcesses";
+  lb::CleanPlannerEnv env;
+  std::unique_ptr<Comm> comm = nccl::comm_from_environment();
+  const int rank = comm->rank();
+  const int world = comm->world_size();
+  int device = 0;
+  CUDA_ASSERT(cudaGetDevice(&device));
+  // Every process draws the same problem; each rank checks its own C.
+  std::mt19937_64 rng(std::strtoull(seed_text, nullptr, 10));
+  for (const Algorithm algorithm :
+       {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed, Algorithm::automatic}) {
+    SCOPED_TRACE(std::string("rank ") + std::to_string(rank) + " " + to_string(algorithm));
+    lb::LoopbackProblem problem(lb::loopback_shape(world, 512, 384, 640), rng);
+    problem.set_devices(std::vector<int>(static_cast<std::size_t>(world), device));
+    ASSERT_NO_FATAL_FAILURE(problem.prepare());
+    lb::RankStreams streams;
+    CUDA_ASSERT(streams.create(1, {device}));
+    const RunInfo info = problem.call(*comm, lb::options_for(algorithm), streams[0]);
+    if (algorithm != Algorithm::automatic) {
+      EXPECT_EQ(algorithm, info.algorithm) << info.reason;
+    }
+    synchronize(*comm);
+    streams.drain("child");
+    ASSERT_NO_FATAL_FAILURE(problem.expect_correct(rank));
+  }
+}
+
+class NcclProcesses : public ::testing::TestWithParam<int> {};
+
+TEST_P(NcclProcesses, EachRankItsOwnProcess) {
+  const int world = GetParam();
+  ASYNCTP_REQUIRE_GPUS(world, true);
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  const std::string self = "/proc/self/exe";
+  const int port = free_port();
+  std::vector<pid_t> children;
+  std::vector<std::string> logs;
+  for (int r = 0; r < world; ++r) {
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+    const std::string log = ::testing::TempDir() + "nccl_child_" + std::to_string(r) + ".log";
+    logs.push_back(log);
+    for (const std::string& kv :
+         {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(world),
+          "LOCAL_RANK=" + std::to_string(r), std::string("MASTER_ADDR=127.0.0.1"),
+          "MASTER_PORT=" + std::to_string(port),
+          std::string(kChildVariable) + "=" + std::to_string(seed.value)}) {
+      env_strings.push_back(kv);
+    }
+    std::vector<char*> envp;
+    for (std::string& kv : env_strings) envp.push_back(kv.data());
+    envp.push_back(nullptr);
+    std::string filter = "--gtest_filter=NcclProcessChild.Run";
+    std::vector<char*> argv = {const_cast<char*>(self.c_str()), filter.data(), nullptr};
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    ASSERT_EQ(0, rc) << "posix_spawn of rank " << r;
+    children.push_back(pid);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+  std::vector<int> status(children.size(), -1);
+  std::size_t running = children.size();
+  while (running > 0 && std::chrono::steady_clock::now() < deadline) {
+    for (std::size_t r = 0; r < children.size(); ++r) {
+      if (status[r] != -1) continue;
+      int s = 0;
+      if (::waitpid(children[r], &s, WNOHANG) == children[r]) {
+        status[r] = s;
+        --running;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (std::size_t r = 0; r < children.size(); ++r) {
+    if (status[r] == -1) {
+      ::kill(children[r], SIGKILL);
+      ::waitpid(children[r], nullptr, 0);
+      ADD_FAILURE() << "rank " << r << " still running after 180 s (killed); log " << logs[r];
+      continue;
+    }
+    std::ifstream in(logs[r]);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0) << "rank " << r << " failed:\n"
+                                                                     << text.str();
+    EXPECT_NE(std::string::npos, text.str().find("[  PASSED  ] 1 test"))
+        << "rank " << r << " did not run its test:\n"
+        << text.str();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(W, NcclProcesses, ::testing::Values(1, 2, 4, 8),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::to_string(info.param);
+                         });
+
+}  // namespace
+}  // namespace asynctp
