@@ -73,7 +73,7 @@ TEST(CliCudaFlags, AutoFallingBackToCpuRefusesCudaOnlyFlagsAndSaysWhy) {
 
 TEST(CliCudaFlags, BadCudaFlagValuesExitTwoNamingTheFlagAndRule) {
   const std::vector<BadInput> cases = {
-      {{"--backend", "cuda", "--link", "nvlink"}, {"--link: must be pcie or arrival", "nvlink"}},
+      {{"--backend", "cuda", "--link", "nvlink"}, {"--link: must be pcie, arrival or nccl", "nvlink"}},
       {{"--backend", "cuda", "--link", "arrival", "--link-gbps", "0"},
        {"--link-gbps: must be a number > 0", "'0'"}},
       {{"--backend", "cuda", "--link", "arrival", "--link-gbps", "-5"},
@@ -122,7 +122,7 @@ TEST(CliBench, WithoutAGpuExitsOneSayingWhy) {
 // and exits 2 on any machine.
 TEST(CliBench, BadInputExitsTwoNamingTheFlag) {
   const std::vector<BadInput> cases = {
-      {{"--link", "ethernet"}, {"--link: must be pcie, arrival or both", "ethernet"}},
+      {{"--link", "ethernet"}, {"--link: must be pcie, arrival, both or nccl", "ethernet"}},
       {{"--link", "pcie", "--link-gbps", "100"}, {"--link-gbps: only with --link arrival or both"}},
       {{"--link-gbps", "0"}, {"--link-gbps: must be a number > 0"}},
       {{"-m", "100"}, {"-m: must be divisible by --world-size (8), got 100"}},
@@ -286,6 +286,35 @@ TEST(CliBench, DerivedFiguresFollowFromTheMeasuredOnes) {
       }
     }
   }
+}
+
+// --link nccl on real GPUs: one rank needs one GPU (runs on a one-GPU
+// machine); more ranks than GPUs is an error that says how many there are.
+TEST(CliCudaRun, NcclLinkChecksEveryAlgorithm) {
+  const ToolResult r =
+      run_tool({"run", "--backend", "cuda", "--link", "nccl", "--world-size", "1", "-m", "512",
+                "-n", "256", "-k", "256", "--iters", "2", "--check", "--json"},
+               {kMachineGpus});
+  if (r.exit_code != 0 && cuda_unusable(r)) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Json doc = JsonParser(r.out).parse_document();
+  EXPECT_EQ(doc["link"].string, "nccl");
+  EXPECT_TRUE(doc["check_ok"].boolean);
+  for (const Json& algo : doc["algorithms"].array) {
+    SCOPED_TRACE(algo["name"].string);
+    if (!algo["available"].boolean) continue;  // native off sm_90
+    EXPECT_GT(algo["median_ms"].number, 0);
+    EXPECT_TRUE(algo["check_ok"].boolean);
+  }
+}
+
+TEST(CliCudaRun, NcclLinkWithMoreRanksThanGpusSaysSo) {
+  const ToolResult r = run_tool({"run", "--backend", "cuda", "--link", "nccl", "--world-size",
+                                 "64", "-m", "16384", "-n", "64", "-k", "64"},
+                                {kMachineGpus});
+  if (cuda_unusable(r)) GTEST_SKIP() << r.err;
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "--link nccl: 64 ranks need 64 GPUs; this process sees")) << r.err;
 }
 
 }  // namespace

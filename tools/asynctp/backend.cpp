@@ -4,6 +4,7 @@
 #include "cpu_backend.hpp"
 #include "cuda_entry.hpp"
 #include "flag_values.hpp"
+#include "nccl_entry.hpp"
 
 namespace asynctp::tool {
 namespace {
@@ -20,6 +21,17 @@ std::unique_ptr<Backend> cuda_backend(const RunArgs& args) {
   if (args.workers_given) {
     fail("--workers", "only with the cpu backend (--backend auto chose cuda)");
   }
+  if (cuda_link_for(args) == LinkChoice::nccl) {
+    if (args.device) {
+      fail("--device",
+           "only with the loopback links (pcie, arrival): --link nccl runs rank r on "
+           "GPU r");
+    }
+    if (const std::string why = nccl_entry::unavailable_reason(args.world_size); !why.empty()) {
+      throw Error(ErrorCode::backend, "--link nccl: " + why);
+    }
+    return nccl_entry::make_backend(args);
+  }
   return cuda_entry::make_backend(args);
 }
 
@@ -33,6 +45,15 @@ std::unique_ptr<Backend> cpu_backend(const RunArgs& args, const std::string& why
 }
 
 }  // namespace
+
+LinkChoice cuda_link_for(const RunArgs& args) {
+  if (args.link) return *args.link;
+  if (args.world_size > 1 && !args.device &&
+      nccl_entry::unavailable_reason(args.world_size).empty()) {
+    return LinkChoice::nccl;
+  }
+  return LinkChoice::pcie;
+}
 
 std::unique_ptr<Backend> make_backend(const RunArgs& args) {
   switch (args.backend) {

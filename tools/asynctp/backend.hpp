@@ -73,4 +73,9 @@ class Backend {
 // --backend cuda, a bad ASYNCTP_CPU_WORKERS).
 std::unique_ptr<Backend> make_backend(const RunArgs& args);
 
+// The link a cuda-backend run uses: --link when given; otherwise nccl (one
+// rank per GPU) when W > 1 and this process sees W GPUs that can run NCCL
+// ranks and no --device was named, else the pcie loopback model on one GPU.
+LinkChoice cuda_link_for(const RunArgs& args);
+
 }  // namespace asynctp::tool

@@ -24,7 +24,8 @@ std::vector<LinkChoice> parse_links(const std::string& flag, const std::string& 
   if (text == "both") return {LinkChoice::pcie, LinkChoice::arrival};
   if (text == "pcie") return {LinkChoice::pcie};
   if (text == "arrival") return {LinkChoice::arrival};
-  fail(flag, "must be pcie, arrival or both, got '" + text + "'");
+  if (text == "nccl") return {LinkChoice::nccl};
+  fail(flag, "must be pcie, arrival, both or nccl, got '" + text + "'");
 }
 
 }  // namespace
@@ -47,7 +48,7 @@ RunArgs BenchArgs::run_args(LinkChoice link) const {
   out.timeout_ms = timeout_ms;
   out.link = link;
   if (link == LinkChoice::arrival) out.link_gbps = link_gbps;
-  out.device = device;
+  if (link != LinkChoice::nccl) out.device = device;  // nccl: rank r on GPU r
   return out;
 }
 

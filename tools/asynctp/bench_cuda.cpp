@@ -13,6 +13,7 @@
 #include "cuda_backend.hpp"
 #include "cuda_entry.hpp"
 #include "measure.hpp"
+#include "nccl_entry.hpp"
 #include "parallel.hpp"
 #include "progress.hpp"
 
@@ -38,8 +39,7 @@ std::string label_of(LinkChoice link, const char* what) {
   return label;
 }
 
-BenchAlgorithm measure_algorithm(Bench& b, CudaBackend& backend, LinkChoice link,
-                                 Algorithm algorithm) {
+BenchAlgorithm measure_algorithm(Bench& b, Backend& backend, LinkChoice link, Algorithm algorithm) {
   BenchAlgorithm out;
   out.algorithm = algorithm;
   Options options;
@@ -87,7 +87,7 @@ CheckResult check_gemm(const TensorView& host_c, const std::vector<double>& refe
 
 // T_gemm: the gathered A (all shards, in rank order) times rank 0's B, on a
 // stream of its own, one event pair per GEMM.
-BenchTiming measure_gemm(Bench& b, CudaBackend& backend, LinkChoice link) {
+BenchTiming measure_gemm(Bench& b, Backend& backend, LinkChoice link) {
   const std::string label = label_of(link, "cublas");
   const TensorView device_b = backend.views(0).b;
   const TensorView& host_c = b.host.front().c;  // staging for the check
@@ -104,7 +104,8 @@ BenchTiming measure_gemm(Bench& b, CudaBackend& backend, LinkChoice link) {
   DeviceBuffer a(host_a.size(), "the cuBLAS baseline's gathered A");
   DeviceBuffer c(static_cast<std::size_t>(rows * b.args.n) * 2, "the cuBLAS baseline's C");
   a.upload(host_a.data(), stream.get(), "the cuBLAS baseline's gathered A");
-  const Device device{DeviceKind::cuda, backend.device()};
+  const Device device = device_b.device;  // rank 0's GPU
+  cuda_check(cudaSetDevice(device.index), "cudaSetDevice(rank 0's GPU)");
   const TensorView device_a = TensorView::row_major(a.data(), DType::bf16, rows, k, device);
   const TensorView device_c = TensorView::row_major(c.data(), DType::bf16, rows, b.args.n, device);
   // The library's own cuBLAS path: the GEMM that decomposed runs.
@@ -142,13 +143,22 @@ BenchLink measure_link(Bench& b, LinkChoice link) {
   BenchLink out;
   out.link = link;
   out.link_gbps = link == LinkChoice::arrival ? b.args.link_gbps : 0;
-  CudaBackend backend(b.args.run_args(link));
-  b.progress.set(label_of(link, "setup") + "copying the inputs to the device");
-  backend.place(b.host);
-  for (Algorithm algorithm : kAlgorithms) {
-    out.algorithms.push_back(measure_algorithm(b, backend, link, algorithm));
+  const RunArgs run = b.args.run_args(link);
+  std::unique_ptr<Backend> backend;
+  if (link == LinkChoice::nccl) {
+    if (const std::string why = nccl_entry::unavailable_reason(run.world_size); !why.empty()) {
+      throw Error(ErrorCode::backend, "--link nccl: " + why);
+    }
+    backend = nccl_entry::make_backend(run);
+  } else {
+    backend = std::make_unique<CudaBackend>(run);
   }
-  out.gemm = measure_gemm(b, backend, link);
+  b.progress.set(label_of(link, "setup") + "copying the inputs to the device");
+  backend->place(b.host);
+  for (Algorithm algorithm : kAlgorithms) {
+    out.algorithms.push_back(measure_algorithm(b, *backend, link, algorithm));
+  }
+  out.gemm = measure_gemm(b, *backend, link);
   return out;
 }
 

@@ -196,6 +196,11 @@ std::string describe_link(LinkChoice link, double link_gbps) {
     return "pcie: each peer chunk goes device -> pinned host -> device on copy engines (real "
            "PCIe transfers)";
   }
+  if (link == LinkChoice::nccl) {
+    return "nccl: real GPUs, rank r on GPU r, one process; native and pipelined pull peer "
+           "chunks from NCCL symmetric memory, decomposed is ncclAllGather + cuBLAS; time = the "
+           "slowest rank's span, ranks released together";
+  }
   return format(
       "arrival: peer chunks are placed before the GEMM starts; chunk i's signal is released no "
       "earlier than (i + 1) * chunk bytes / %g GB/s",
@@ -207,8 +212,10 @@ std::string format_bench_table(const BenchReport& r) {
   std::string out;
   out += "# asynctp " ASYNCTP_VERSION " bench: single-GPU overlap of fused all-gather + matmul\n";
   out += "# command: " + r.command_line + "\n";
-  out += format("# device %d: %s; loopback group of %d virtual ranks, ranks serialized\n", a.device,
-                r.device_name.c_str(), a.world_size);
+  out += format(
+      "# device %d: %s; %d ranks (loopback links: virtual ranks on this GPU, "
+      "serialized)\n",
+      a.device, r.device_name.c_str(), a.world_size);
   out += format("# M %lld (m %lld per rank), N %lld, K %lld, dtype bf16, B layout %s\n",
                 static_cast<long long>(a.m_global), static_cast<long long>(a.m_per_rank()),
                 static_cast<long long>(a.n), static_cast<long long>(a.k),

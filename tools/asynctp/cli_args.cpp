@@ -91,6 +91,8 @@ const char* to_string(LinkChoice link) noexcept {
       return "pcie";
     case LinkChoice::arrival:
       return "arrival";
+    case LinkChoice::nccl:
+      return "nccl";
   }
   return "unknown";
 }
@@ -98,7 +100,8 @@ const char* to_string(LinkChoice link) noexcept {
 LinkChoice parse_link_choice(const std::string& flag, const std::string& text) {
   if (text == "pcie") return LinkChoice::pcie;
   if (text == "arrival") return LinkChoice::arrival;
-  fail(flag, "must be pcie or arrival, got '" + text + "'");
+  if (text == "nccl") return LinkChoice::nccl;
+  fail(flag, "must be pcie, arrival or nccl, got '" + text + "'");
 }
 
 std::optional<std::string> RunArgs::first_cuda_only_flag() const {

@@ -20,9 +20,10 @@ const char* to_string(AlgoChoice choice) noexcept;
 
 enum class BackendChoice { automatic, cpu, cuda };
 
-// The CUDA loopback group's link model (asynctp::cuda::Link), spelled here so
-// that parsing needs no CUDA library.
-enum class LinkChoice { pcie, arrival };
+// How a peer's shard reaches a rank on the cuda backend, spelled here so that
+// parsing needs no CUDA library: the loopback group's link models on one GPU
+// (asynctp::cuda::Link), or real GPUs, one rank each, through NCCL.
+enum class LinkChoice { pcie, arrival, nccl };
 
 const char* to_string(LinkChoice link) noexcept;
 LinkChoice parse_link_choice(const std::string& flag, const std::string& text);

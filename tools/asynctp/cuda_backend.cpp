@@ -93,7 +93,8 @@ std::string CudaBackend::description() const {
 std::string CudaBackend::timing_rule() const {
   return "the per-rank time: (cudaEvent on rank 0's stream just before its call .. cudaEvent on "
          "rank W-1's stream just after its call) / W; ranks are serialized, so each call runs "
-         "as if its rank had the GPU alone";
+         "as if its rank had the GPU alone, and (after the first call) the device work starts "
+         "once every rank has enqueued";
 }
 
 void CudaBackend::place(std::vector<RankData>& host) {

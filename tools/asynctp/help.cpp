@@ -44,7 +44,13 @@ constexpr const char* kLinkHelp =
     "  arrival   a faster link, modelled: the peer chunks are copied into the gathered\n"
     "            buffer before the GEMM starts, and the i-th chunk to arrive has its\n"
     "            signal released no earlier than (i + 1) * chunk bytes / --link-gbps\n"
-    "            after the call's clock starts (GB/s = 1e9 bytes/s into each rank).\n";
+    "            after the call's clock starts (GB/s = 1e9 bytes/s into each rank).\n"
+    "  nccl      real GPUs: rank r on GPU r of this machine, one process, one NCCL\n"
+    "            communicator (asynctp::nccl::LocalGroup). native and pipelined pull\n"
+    "            peer chunks from NCCL symmetric memory with copies; decomposed is\n"
+    "            ncclAllGather + cuBLAS. The ranks run at the same time; a call's time\n"
+    "            is the slowest rank's. Default for `run` when W > 1 and W GPUs are\n"
+    "            present (and no --device is named).\n";
 
 // How the cuda backend runs and is timed.
 constexpr const char* kCudaHelp =
@@ -82,10 +88,10 @@ std::string main_help() {
              "  --b-layout row|col  --iters N  --warmup N  --check  --json  --trace FILE\n"
              "  --seed S  --timeout-ms T\n"
              "  cpu backend only:  --workers P\n"
-             "  cuda backend only: --link pcie|arrival  --link-gbps X  --device N\n"
+             "  cuda backend only: --link pcie|arrival|nccl  --link-gbps X  --device N\n"
              "\n"
              "bench flags (see `asynctp bench --help` for details):\n"
-             "  --link pcie|arrival|both  --link-gbps X  --world-size W  -m M  -n N  -k K\n"
+             "  --link pcie|arrival|both|nccl  --link-gbps X  --world-size W  -m M  -n N  -k K\n"
              "  --b-layout row|col  --iters N  --warmup N  --device N  --check  --json\n"
              "  --seed S  --timeout-ms T\n"
              "\n") +
@@ -146,8 +152,9 @@ std::string run_help() {
              "                       automatic)\n"
              "  --timeout-ms T       bound on every cross-rank wait in ms (default:\n"
              "                       ASYNCTP_WAIT_TIMEOUT_MS, else 60000)\n"
-             "  --link L             cuda backend only: pcie|arrival, how peer shards reach\n"
-             "                       a rank (default pcie; see Links below)\n"
+             "  --link L             cuda backend only: pcie|arrival|nccl, how peer shards\n"
+             "                       reach a rank (default nccl with W > 1 and W GPUs, else\n"
+             "                       pcie; see Links below)\n"
              "  --link-gbps X        cuda backend and --link arrival only: the modelled\n"
              "                       link's bandwidth into each rank in GB/s, a number > 0\n"
              "                       (default 400)\n"
@@ -187,8 +194,8 @@ std::string bench_help() {
              "  ideal/time  max(T_comm, T_gemm) / time: 1 = as fast as perfect overlap\n"
              "\n"
              "Flags:\n"
-             "  --link L             pcie|arrival|both: the link models to measure, in turn\n"
-             "                       (default both; see Links below)\n"
+             "  --link L             pcie|arrival|both|nccl: the links to measure, in turn\n"
+             "                       (default both; nccl: W GPUs; see Links below)\n"
              "  --link-gbps X        the arrival link's bandwidth into each rank in GB/s, a\n"
              "                       number > 0 (default 400); needs arrival in --link\n"
              "  --world-size W       number of virtual ranks (default 8)\n"

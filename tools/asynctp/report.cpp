@@ -4,6 +4,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "backend.hpp"
 #include "core/reference.hpp"
 #include "json_writer.hpp"
 
@@ -160,9 +161,9 @@ std::string format_json(const RunReport& r) {
     j.key("device");
     j.value(a.device_or_default());
     j.key("link");
-    j.value(to_string(a.link_or_default()));
+    j.value(to_string(cuda_link_for(a)));
     j.key("link_gbps");
-    if (a.link_or_default() == LinkChoice::arrival)
+    if (cuda_link_for(a) == LinkChoice::arrival)
       j.value(a.link_gbps_or_default());
     else
       j.null();

@@ -1,0 +1,199 @@
+#include "nccl_backend.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <map>
+
+#include "asynctp/error.hpp"
+#include "asynctp/ops.hpp"
+#include "check.hpp"
+#include "cuda/stream_memops.hpp"
+#include "nccl_entry.hpp"
+
+namespace asynctp::tool {
+namespace {
+
+std::size_t bytes_of(const TensorView& view) {
+  return static_cast<std::size_t>(view.numel()) * element_size(view.dtype);
+}
+
+TensorView on_device(const TensorView& host, const DeviceBuffer& buffer, int device) {
+  TensorView view = host;
+  view.data = buffer.data();
+  view.device = {DeviceKind::cuda, device};
+  return view;
+}
+
+// A host word every GPU can read (portable, mapped; UVA gives one address).
+class GateWord {
+ public:
+  GateWord() {
+    cuda_check(cudaHostAlloc(reinterpret_cast<void**>(&word_), sizeof(std::uint32_t),
+                             cudaHostAllocMapped | cudaHostAllocPortable),
+               "cudaHostAlloc(start gate word)");
+    *word_ = 0;
+  }
+  ~GateWord() { (void)cudaFreeHost(word_); }
+  GateWord(const GateWord&) = delete;
+  GateWord& operator=(const GateWord&) = delete;
+  std::uint32_t* get() const noexcept { return word_; }
+  void open(std::uint32_t value) {
+    std::atomic_ref<std::uint32_t>(*word_).store(value, std::memory_order_release);
+  }
+
+ private:
+  std::uint32_t* word_ = nullptr;
+};
+
+}  // namespace
+
+NcclBackend::NcclBackend(const RunArgs& args) : group_(args.world_size) {
+  std::map<std::string, int> names;
+  for (int r = 0; r < group_.world_size(); ++r) {
+    cudaDeviceProp props{};
+    cuda_check(cudaGetDeviceProperties(&props, group_.device(r)), "cudaGetDeviceProperties");
+    ++names[props.name];
+  }
+  for (const auto& [name, count] : names) {
+    if (!device_names_.empty()) device_names_ += ", ";
+    device_names_ += std::to_string(count) + " x " + name;
+  }
+  ranks_.resize(static_cast<std::size_t>(group_.world_size()));
+}
+
+NcclBackend::~NcclBackend() {
+  // Buffers and streams belong to each rank's GPU: free them there.
+  group_.run([&](Comm& comm) { ranks_[static_cast<std::size_t>(comm.rank())].reset(); });
+}
+
+std::string NcclBackend::description() const {
+  return "GPUs 0.." + std::to_string(group_.world_size() - 1) + " (" + device_names_ +
+         "), one rank each, NCCL communicator from one process";
+}
+
+std::string NcclBackend::timing_rule() const {
+  return "per call, the slowest rank's cudaEvent span on its own stream (each rank's device work "
+         "held until every rank has enqueued, then released together)";
+}
+
+void NcclBackend::place(std::vector<RankData>& host) {
+  host_ = &host;
+  group_.run([&](Comm& comm) {
+    const int rank = comm.rank();
+    const int device = group_.device(rank);
+    const RankData& h = host[static_cast<std::size_t>(rank)];
+    auto d = std::make_unique<DeviceRank>();
+    const std::string who = "rank " + std::to_string(rank) + "'s ";
+    d->a = DeviceBuffer(bytes_of(h.a_shard), who + "A shard");
+    d->b = DeviceBuffer(bytes_of(h.b), who + "B");
+    d->c = DeviceBuffer(bytes_of(h.c), who + "C");
+    d->gathered = DeviceBuffer(bytes_of(h.gathered), who + "gathered A");
+    d->views = {on_device(h.a_shard, d->a, device), on_device(h.b, d->b, device),
+                on_device(h.c, d->c, device), on_device(h.gathered, d->gathered, device)};
+    d->a.upload(h.a_shard.data, d->stream.get(), who + "A shard");
+    d->b.upload(h.b.data, d->stream.get(), who + "B");
+    cuda_check(cudaStreamSynchronize(d->stream.get()), who + "input upload");
+    ranks_[static_cast<std::size_t>(rank)] = std::move(d);
+  });
+}
+
+RankViews NcclBackend::views(int rank) const {
+  return ranks_[static_cast<std::size_t>(rank)]->views;
+}
+
+void* NcclBackend::stream(int rank) const noexcept {
+  return ranks_[static_cast<std::size_t>(rank)]->stream.get();
+}
+
+void NcclBackend::poison_outputs() {
+  tool::poison_outputs(*host_);
+  group_.run([&](Comm& comm) {
+    const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
+    DeviceRank& d = *ranks_[static_cast<std::size_t>(comm.rank())];
+    d.c.upload(h.c.data, d.stream.get(), "poisoned C");
+    d.gathered.upload(h.gathered.data, d.stream.get(), "poisoned gathered A");
+    cuda_check(cudaStreamSynchronize(d.stream.get()), "poisoning the outputs");
+  });
+}
+
+void NcclBackend::fetch_outputs() {
+  group_.run([&](Comm& comm) {
+    const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
+    const DeviceRank& d = *ranks_[static_cast<std::size_t>(comm.rank())];
+    d.c.download(h.c.data, d.stream.get(), "C");
+    d.gathered.download(h.gathered.data, d.stream.get(), "gathered A");
+    cuda_check(cudaStreamSynchronize(d.stream.get()), "fetching the outputs");
+  });
+}
+
+// Every rank's stream waits on one host word before its begin event; the
+// word opens once every rank has enqueued its call, so the ranks' device
+// work starts together and host enqueue time stays out of the figure. Not on
+// the first call (it may allocate, and cudaFree would wait for the gate).
+std::vector<double> NcclBackend::time_calls(int total, const CallFn& call, const BeforeFn& before) {
+  const int world = world_size();
+  const auto iterations = static_cast<std::size_t>(total);
+  std::vector<std::vector<double>> per_rank(static_cast<std::size_t>(world),
+                                            std::vector<double>(iterations, 0.0));
+  std::barrier<> iteration_start(world);
+  std::barrier<> all_enqueued(world);
+  std::vector<double> previous(iterations, 0.0);
+  GateWord gate;
+  group_.run([&](Comm& comm) {
+    const int r = comm.rank();
+    const cudaStream_t s = static_cast<cudaStream_t>(stream(r));
+    std::vector<Event> begin(iterations);
+    std::vector<Event> end(iterations);
+    int i = 0;
+    try {
+      for (; i < total; ++i) {
+        iteration_start.arrive_and_wait();
+        const auto at = static_cast<std::size_t>(i);
+        const bool gated = i > 0;
+        if (r == 0) {
+          std::optional<double> last;
+          if (i > 0) {
+            double slowest = 0;
+            for (const auto& ms : per_rank) slowest = std::max(slowest, ms[at - 1]);
+            last = slowest;
+          }
+          before(i, last);
+        }
+        if (gated) cuda::wait_value32_equal(s, gate.get(), static_cast<std::uint32_t>(i));
+        begin[at].record(s);
+        call(comm, i);
+        end[at].record(s);
+        all_enqueued.arrive_and_wait();
+        if (r == 0 && gated) gate.open(static_cast<std::uint32_t>(i));
+        synchronize(comm);
+        end[at].wait();
+        per_rank[static_cast<std::size_t>(r)][at] = end[at].ms_since(begin[at]);
+      }
+    } catch (...) {
+      gate.open(static_cast<std::uint32_t>(i));
+      iteration_start.arrive_and_drop();
+      all_enqueued.arrive_and_drop();
+      throw;
+    }
+  });
+  std::vector<double> ms(iterations, 0.0);
+  for (std::size_t i = 0; i < iterations; ++i) {
+    for (const auto& rank_ms : per_rank) ms[i] = std::max(ms[i], rank_ms[i]);
+  }
+  return ms;
+}
+
+namespace nccl_entry {
+
+bool built() noexcept { return true; }
+
+std::string unavailable_reason(int world_size) { return nccl::unavailable_reason(world_size); }
+
+std::unique_ptr<Backend> make_backend(const RunArgs& args) {
+  return std::make_unique<NcclBackend>(args);
+}
+
+}  // namespace nccl_entry
+
+}  // namespace asynctp::tool
