@@ -4,6 +4,7 @@
 // every help text documents them. The last tests run the cuda backend for
 // real and skip themselves where this binary or machine cannot.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -73,7 +74,8 @@ TEST(CliCudaFlags, AutoFallingBackToCpuRefusesCudaOnlyFlagsAndSaysWhy) {
 
 TEST(CliCudaFlags, BadCudaFlagValuesExitTwoNamingTheFlagAndRule) {
   const std::vector<BadInput> cases = {
-      {{"--backend", "cuda", "--link", "nvlink"}, {"--link: must be pcie, arrival or nccl", "nvlink"}},
+      {{"--backend", "cuda", "--link", "nvlink"},
+       {"--link: must be pcie, arrival or nccl", "nvlink"}},
       {{"--backend", "cuda", "--link", "arrival", "--link-gbps", "0"},
        {"--link-gbps: must be a number > 0", "'0'"}},
       {{"--backend", "cuda", "--link", "arrival", "--link-gbps", "-5"},
@@ -309,12 +311,46 @@ TEST(CliCudaRun, NcclLinkChecksEveryAlgorithm) {
 }
 
 TEST(CliCudaRun, NcclLinkWithMoreRanksThanGpusSaysSo) {
-  const ToolResult r = run_tool({"run", "--backend", "cuda", "--link", "nccl", "--world-size",
-                                 "64", "-m", "16384", "-n", "64", "-k", "64"},
+  const ToolResult r = run_tool({"run", "--backend", "cuda", "--link", "nccl", "--world-size", "64",
+                                 "-m", "16384", "-n", "64", "-k", "64"},
                                 {kMachineGpus});
   if (cuda_unusable(r)) GTEST_SKIP() << r.err;
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.err, "--link nccl: 64 ranks need 64 GPUs; this process sees")) << r.err;
+}
+
+// One process per rank, as torchrun starts them: a world of one runs on one
+// GPU through the launcher path; a --world-size that contradicts the
+// launcher is refused before anything runs (no GPU needed).
+TEST(CliCudaRun, UnderALauncherEachProcessIsOneRank) {
+  const std::string port = std::to_string(29000 + (::getpid() % 2000));
+  const ToolResult r = run_tool({"run", "--backend", "cuda", "-m", "512", "-n", "256", "-k", "256",
+                                 "--iters", "2", "--check", "--json"},
+                                {kMachineGpus,
+                                 {"RANK", "0"},
+                                 {"WORLD_SIZE", "1"},
+                                 {"LOCAL_RANK", "0"},
+                                 {"MASTER_ADDR", "127.0.0.1"},
+                                 {"MASTER_PORT", port}});
+  if (r.exit_code != 0 && cuda_unusable(r)) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Json doc = JsonParser(r.out).parse_document();
+  EXPECT_EQ(doc["link"].string, "nccl");
+  EXPECT_EQ(doc["world_size"].number, 1);
+  EXPECT_TRUE(doc["check_ok"].boolean);
+}
+
+TEST(CliCudaFlags, WorldSizeThatContradictsTheLauncherIsRefused) {
+  const ToolResult r =
+      run_tool({"run", "--backend", "cuda", "--world-size", "4", "-m", "64", "-n", "8", "-k", "8"},
+               {{"RANK", "1"},
+                {"WORLD_SIZE", "2"},
+                {"LOCAL_RANK", "1"},
+                {"MASTER_ADDR", "127.0.0.1"},
+                {"MASTER_PORT", "29511"}});
+  if (contains(r.err, "built without the NCCL transport")) GTEST_SKIP() << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "--world-size: this process is rank 1 of 2")) << r.err;
 }
 
 }  // namespace

@@ -43,6 +43,15 @@ class Backend {
   // 0 where the concept does not apply (GPU backends).
   virtual int gemm_workers_per_rank() const noexcept = 0;
   virtual Comm& comm(int rank) = 0;
+  // Whether this process holds rank `rank`: every rank, except when a
+  // launcher started one process per rank. Only held ranks are placed, run,
+  // timed and checked here.
+  virtual bool holds(int rank) const noexcept {
+    (void)rank;
+    return true;
+  }
+  // Whether this process prints the report (rank 0's, under a launcher).
+  virtual bool reports() const noexcept { return true; }
   // Runs body(comm) once per rank, concurrently, and joins; rethrows a rank's
   // exception.
   virtual void run(const std::function<void(Comm&)>& body) = 0;
@@ -77,5 +86,13 @@ std::unique_ptr<Backend> make_backend(const RunArgs& args);
 // rank per GPU) when W > 1 and this process sees W GPUs that can run NCCL
 // ranks and no --device was named, else the pcie loopback model on one GPU.
 LinkChoice cuda_link_for(const RunArgs& args);
+
+// The lowest rank this process holds.
+int first_held_rank(const Backend& backend);
+
+// Under a launcher (one process per rank) on the cuda backend: takes the
+// world size from the launcher (a different --world-size is a UsageError)
+// and, without --seed, the job's seed. Returns whether a launcher was found.
+bool adopt_launcher(RunArgs& args);
 
 }  // namespace asynctp::tool

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,10 @@ namespace asynctp::tool {
 // at full size each is a long float64 GEMM.
 using References = std::vector<std::vector<double>>;
 
-References compute_references(const std::vector<RankData>& ranks);
+// Only for the ranks `wanted` accepts (default: all); the others get an empty
+// reference, and check_outputs skips them (ranks held by other processes).
+References compute_references(const std::vector<RankData>& ranks,
+                              const std::function<bool(int)>& wanted = {});
 
 // Fills every rank's outputs with a NaN pattern, so unwritten elements show.
 void poison_outputs(std::vector<RankData>& ranks);

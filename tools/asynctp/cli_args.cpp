@@ -126,6 +126,7 @@ RunArgs parse_run_args(const std::vector<std::string>& args) {
           out.backend = parse_backend(v);
         } else if (flag == "--world-size") {
           out.world_size = static_cast<int>(parse_positive(flag, v, kMaxWorldSize));
+          out.world_size_given = true;
         } else if (flag == "-m") {
           out.m_global = parse_positive(flag, v, std::numeric_limits<std::int32_t>::max());
         } else if (flag == "-n") {

@@ -36,6 +36,7 @@ constexpr int kMaxDevice = 1023;
 struct RunArgs {
   BackendChoice backend = BackendChoice::automatic;
   int world_size = 8;
+  bool world_size_given = false;
   std::int64_t m_global = 8192;  // rows of the gathered A; each rank holds m_global / world_size
   std::int64_t n = 2048;
   std::int64_t k = 2048;

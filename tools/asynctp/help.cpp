@@ -62,7 +62,13 @@ constexpr const char* kCudaHelp =
     "alone, and the per-rank time is the span from a CUDA event on rank 0's stream just\n"
     "before its call to one on rank W-1's stream just after its call, divided by W.\n"
     "From the second call on, rank 0's stream holds the device work back until every\n"
-    "rank has enqueued its call, so the time is the device's, not the host's.\n";
+    "rank has enqueued its call, so the time is the device's, not the host's.\n"
+    "Under a launcher (torchrun, mpirun, srun: RANK and WORLD_SIZE or the launcher's\n"
+    "own variables set, MASTER_ADDR and MASTER_PORT too) each process is one rank on\n"
+    "the GPU LOCAL_RANK names; the world size comes from the launcher, the seed (when\n"
+    "--seed is not given) from the job, and rank 0 prints the table with its own\n"
+    "figures; every rank checks its own C and exits 1 if it is wrong.\n"
+    "  torchrun --nproc-per-node 8 --no-python build/tools/asynctp run -m 8192 --check\n";
 
 }  // namespace
 

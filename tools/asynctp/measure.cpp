@@ -8,8 +8,10 @@
 namespace asynctp::tool {
 
 RunInfo plan_on_rank0(Backend& backend, const Options& options) {
-  const RankViews v = backend.views(0);
-  return plan_fused_all_gather_matmul(backend.comm(0), v.a_shard, v.b, v.c, &v.gathered, options);
+  const int rank = first_held_rank(backend);
+  const RankViews v = backend.views(rank);
+  return plan_fused_all_gather_matmul(backend.comm(rank), v.a_shard, v.b, v.c, &v.gathered,
+                                      options);
 }
 
 RunInfo enqueue_call(Backend& backend, Comm& comm, Options options) {

@@ -12,7 +12,8 @@
 
 namespace asynctp::tool {
 
-// What a call with `options` would run on rank 0 (validates, runs nothing).
+// What a call with `options` would run on rank 0, or on this process's first
+// rank under a launcher (validates, runs nothing).
 RunInfo plan_on_rank0(Backend& backend, const Options& options);
 
 // Enqueues rank comm.rank()'s call on its tensors and stream; the caller

@@ -20,4 +20,10 @@ std::unique_ptr<Backend> make_backend(const RunArgs&) {
   throw Error(ErrorCode::unsupported, std::string("--link nccl: ") + kNotBuilt);
 }
 
+std::optional<Launch> launch_from_env() { return std::nullopt; }
+
+std::unique_ptr<Backend> make_launched_backend(const RunArgs&) {
+  throw Error(ErrorCode::unsupported, std::string("one rank per process: ") + kNotBuilt);
+}
+
 }  // namespace asynctp::tool::nccl_entry

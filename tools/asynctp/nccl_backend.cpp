@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <functional>
 #include <map>
+#include <optional>
 
 #include "asynctp/error.hpp"
 #include "asynctp/ops.hpp"
+#include "bootstrap/launch_env.hpp"
 #include "check.hpp"
 #include "cuda/stream_memops.hpp"
 #include "nccl_entry.hpp"
@@ -184,7 +187,132 @@ std::vector<double> NcclBackend::time_calls(int total, const CallFn& call, const
   return ms;
 }
 
+// One rank of a job a launcher started (one process per rank): this
+// process's rank only, on the GPU LOCAL_RANK names.
+class LaunchedNcclBackend final : public Backend {
+ public:
+  explicit LaunchedNcclBackend(const RunArgs& args)
+      : comm_(nccl::comm_from_environment()), rank_(comm_->rank()) {
+    (void)args;
+    cuda_check(cudaGetDevice(&device_), "cudaGetDevice");
+    cudaDeviceProp props{};
+    cuda_check(cudaGetDeviceProperties(&props, device_), "cudaGetDeviceProperties");
+    device_name_ = props.name;
+  }
+  ~LaunchedNcclBackend() override {
+    (void)cudaSetDevice(device_);
+    mine_.reset();
+  }
+
+  const char* name() const noexcept override { return "cuda"; }
+  std::string description() const override {
+    return "rank " + std::to_string(rank_) + " of " + std::to_string(world_size()) +
+           " (one process per rank, NCCL), GPU " + std::to_string(device_) + " (" + device_name_ +
+           "); figures are this rank's";
+  }
+  std::string timing_rule() const override {
+    return "rank 0's own cudaEvent span around each call on its stream (the ranks meet in the "
+           "call's barriers; other ranks check their own results and report only failures)";
+  }
+  int world_size() const noexcept override { return comm_->world_size(); }
+  int gemm_workers_per_rank() const noexcept override { return 0; }
+  Comm& comm(int rank) override {
+    (void)rank;
+    return *comm_;
+  }
+  bool holds(int rank) const noexcept override { return rank == rank_; }
+  bool reports() const noexcept override { return rank_ == 0; }
+  void run(const std::function<void(Comm&)>& body) override {
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    body(*comm_);
+  }
+
+  void place(std::vector<RankData>& host) override {
+    host_ = &host;
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    const RankData& h = host[static_cast<std::size_t>(rank_)];
+    mine_ = std::make_unique<Rank>();
+    mine_->a = DeviceBuffer(bytes_of(h.a_shard), "A shard");
+    mine_->b = DeviceBuffer(bytes_of(h.b), "B");
+    mine_->c = DeviceBuffer(bytes_of(h.c), "C");
+    mine_->gathered = DeviceBuffer(bytes_of(h.gathered), "gathered A");
+    mine_->views = {on_device(h.a_shard, mine_->a, device_), on_device(h.b, mine_->b, device_),
+                    on_device(h.c, mine_->c, device_),
+                    on_device(h.gathered, mine_->gathered, device_)};
+    mine_->a.upload(h.a_shard.data, mine_->stream.get(), "A shard");
+    mine_->b.upload(h.b.data, mine_->stream.get(), "B");
+    cuda_check(cudaStreamSynchronize(mine_->stream.get()), "input upload");
+  }
+  RankViews views(int rank) const override {
+    (void)rank;
+    return mine_->views;
+  }
+  void* stream(int rank) const noexcept override {
+    (void)rank;
+    return mine_->stream.get();
+  }
+  void poison_outputs() override {
+    tool::poison_outputs(*host_);
+    const RankData& h = (*host_)[static_cast<std::size_t>(rank_)];
+    mine_->c.upload(h.c.data, mine_->stream.get(), "poisoned C");
+    mine_->gathered.upload(h.gathered.data, mine_->stream.get(), "poisoned gathered A");
+    cuda_check(cudaStreamSynchronize(mine_->stream.get()), "poisoning the outputs");
+  }
+  void fetch_outputs() override {
+    const RankData& h = (*host_)[static_cast<std::size_t>(rank_)];
+    mine_->c.download(h.c.data, mine_->stream.get(), "C");
+    mine_->gathered.download(h.gathered.data, mine_->stream.get(), "gathered A");
+    cuda_check(cudaStreamSynchronize(mine_->stream.get()), "fetching the outputs");
+  }
+  std::vector<double> time_calls(int total, const CallFn& call, const BeforeFn& before) override {
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    const cudaStream_t s = mine_->stream.get();
+    std::vector<double> ms;
+    for (int i = 0; i < total; ++i) {
+      before(i, ms.empty() ? std::nullopt : std::optional<double>(ms.back()));
+      Event begin, end;
+      begin.record(s);
+      call(*comm_, i);
+      end.record(s);
+      synchronize(*comm_);
+      end.wait();
+      ms.push_back(end.ms_since(begin));
+    }
+    return ms;
+  }
+
+ private:
+  struct Rank {
+    Stream stream;
+    DeviceBuffer a, b, c, gathered;
+    RankViews views;
+  };
+  std::unique_ptr<Comm> comm_;
+  int rank_ = 0;
+  int device_ = 0;
+  std::string device_name_;
+  std::vector<RankData>* host_ = nullptr;
+  std::unique_ptr<Rank> mine_;
+};
+
 namespace nccl_entry {
+
+std::optional<Launch> launch_from_env() {
+  const auto info = bootstrap::launch_info_from_env();
+  if (!info) return std::nullopt;
+  Launch out;
+  out.launcher = info->launcher;
+  out.rank = info->rank;
+  out.world_size = info->world_size;
+  const std::string job = info->master_addr + ":" + std::to_string(info->master_port) + "/" +
+                          std::to_string(info->world_size);
+  out.job_seed = std::hash<std::string>{}(job) % 1'000'000'000ull;  // nine digits, like --seed's
+  return out;
+}
+
+std::unique_ptr<Backend> make_launched_backend(const RunArgs& args) {
+  return std::make_unique<LaunchedNcclBackend>(args);
+}
 
 bool built() noexcept { return true; }
 
