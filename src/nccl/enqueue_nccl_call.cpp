@@ -48,8 +48,13 @@ void pull_peer_chunks(const cuda::CallSpec& call, const NcclCallContext& context
                          call.chunk_bytes() * static_cast<std::size_t>(c);
     for (int j = 0; j < call.pieces; ++j) {
       const std::size_t offset = bytes * static_cast<std::size_t>(j);
+      // cudaMemcpyDefault lets the runtime classify the copy by where the
+      // pointers live (the source is the peer's memory, mapped here by
+      // NCCL), so that it can be a peer copy on the copy engines. Whether it
+      // is, the multi-GPU runs must show (issues 6, 7): a copy run as a kernel
+      // would compete with the persistent grid for SMs.
       check_cuda(cudaMemcpyAsync(static_cast<char*>(call.gathered_chunk(c)) + offset,
-                                 source + offset, bytes, cudaMemcpyDeviceToDevice, s),
+                                 source + offset, bytes, cudaMemcpyDefault, s),
                  "cudaMemcpyAsync(peer workspace chunk piece to gathered)");
       cuda::write_value32(s, flag(res, c * call.pieces + j), call.epoch);
     }
