@@ -73,6 +73,13 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
               "would only add work"};
     return result;
   }
+  if (!blocker && problem.world_size == 1) {
+    // Native would add its local copy and signals to the same GEMM.
+    result = {Algorithm::decomposed, 0, 0,
+              "one rank has nothing to overlap (native could run, but would only add its local "
+              "copy and signals to the same GEMM)"};
+    return result;
+  }
   if (!blocker) {
     result = {Algorithm::native, tile_m, tile_n,
               "bf16, m per rank " + num(problem.m) + " is a multiple of tile M " + num(tile_m) +

@@ -54,10 +54,17 @@ TEST(Planner, AutoPicksNativeWhenItFits) {
   EXPECT_TRUE(contains(p.reason, "bf16")) << p.reason;
   EXPECT_TRUE(contains(p.reason, "multiple of tile M 256")) << p.reason;
   EXPECT_FALSE(native_blocker(problem(4, 512, 384, 128), caps(), 256, 256).has_value());
-  // One rank is still a native problem when it fits.
-  EXPECT_EQ(plan(problem(1, 256, 8, 8), caps(), {}).algorithm, Algorithm::native);
   // N need not be a multiple of the N tile: the epilogue clips.
   EXPECT_EQ(plan(problem(2, 256, 264, 8), caps(), {}).algorithm, Algorithm::native);
+}
+
+TEST(Planner, OneRankGetsDecomposedEvenWhereNativeFits) {
+  const Plan p = plan(problem(1, 512, 256, 128), caps(), {});
+  EXPECT_EQ(p.algorithm, Algorithm::decomposed);
+  EXPECT_NE(p.reason.find("one rank has nothing to overlap"), std::string::npos) << p.reason;
+  // Forcing native still runs it.
+  EXPECT_EQ(plan(problem(1, 512, 256, 128), caps(), forced(Algorithm::native)).algorithm,
+            Algorithm::native);
 }
 
 struct Fallback {

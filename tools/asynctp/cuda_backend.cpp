@@ -19,14 +19,6 @@ std::size_t bytes_of(const TensorView& view) {
   return static_cast<std::size_t>(view.numel()) * element_size(view.dtype);
 }
 
-// The device twin of a host view: same shape, dtype and strides.
-TensorView on_device(const TensorView& host, const DeviceBuffer& buffer, int device) {
-  TensorView view = host;
-  view.data = buffer.data();
-  view.device = {DeviceKind::cuda, device};
-  return view;
-}
-
 std::string device_name_of(int device) {
   cudaDeviceProp props{};
   cuda_check(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
@@ -105,17 +97,7 @@ void CudaBackend::place(std::vector<RankData>& host) {
 
 void CudaBackend::place_rank(int rank) {
   const RankData& h = (*host_)[static_cast<std::size_t>(rank)];
-  auto d = std::make_unique<DeviceRank>();
-  const std::string who = "rank " + std::to_string(rank) + "'s ";
-  d->a = DeviceBuffer(bytes_of(h.a_shard), who + "A shard");
-  d->b = DeviceBuffer(bytes_of(h.b), who + "B");
-  d->c = DeviceBuffer(bytes_of(h.c), who + "C");
-  d->gathered = DeviceBuffer(bytes_of(h.gathered), who + "gathered A");
-  d->views = {on_device(h.a_shard, d->a, device()), on_device(h.b, d->b, device()),
-              on_device(h.c, d->c, device()), on_device(h.gathered, d->gathered, device())};
-  d->a.upload(h.a_shard.data, d->stream.get(), who + "A shard");
-  d->b.upload(h.b.data, d->stream.get(), who + "B");
-  cuda_check(cudaStreamSynchronize(d->stream.get()), who + "input upload");
+  auto d = std::make_unique<DeviceRank>(h, device(), "rank " + std::to_string(rank) + "'s ");
   ranks_[static_cast<std::size_t>(rank)] = std::move(d);
 }
 
@@ -133,20 +115,14 @@ void CudaBackend::poison_outputs() {
   tool::poison_outputs(*host_);
   group_.run([&](Comm& comm) {
     const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
-    DeviceRank& d = *ranks_[static_cast<std::size_t>(comm.rank())];
-    d.c.upload(h.c.data, d.stream.get(), "poisoned C");
-    d.gathered.upload(h.gathered.data, d.stream.get(), "poisoned gathered A");
-    cuda_check(cudaStreamSynchronize(d.stream.get()), "poisoning the outputs");
+    ranks_[static_cast<std::size_t>(comm.rank())]->upload_outputs(h);
   });
 }
 
 void CudaBackend::fetch_outputs() {
   group_.run([&](Comm& comm) {
     const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
-    const DeviceRank& d = *ranks_[static_cast<std::size_t>(comm.rank())];
-    d.c.download(h.c.data, d.stream.get(), "C");
-    d.gathered.download(h.gathered.data, d.stream.get(), "gathered A");
-    cuda_check(cudaStreamSynchronize(d.stream.get()), "fetching the outputs");
+    ranks_[static_cast<std::size_t>(comm.rank())]->download_outputs(h);
   });
 }
 

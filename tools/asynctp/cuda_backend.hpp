@@ -12,6 +12,7 @@
 #include "asynctp/cuda.hpp"
 #include "backend.hpp"
 #include "device_buffers.hpp"
+#include "device_rank.hpp"
 
 namespace asynctp::tool {
 
@@ -40,11 +41,6 @@ class CudaBackend final : public Backend {
   const std::string& device_name() const noexcept { return device_name_; }
 
  private:
-  struct DeviceRank {
-    Stream stream;
-    DeviceBuffer a, b, c, gathered;
-    RankViews views;
-  };
   // Each rank's thread makes its own stream and buffers.
   void place_rank(int rank);
 

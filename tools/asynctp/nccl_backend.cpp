@@ -17,17 +17,6 @@
 namespace asynctp::tool {
 namespace {
 
-std::size_t bytes_of(const TensorView& view) {
-  return static_cast<std::size_t>(view.numel()) * element_size(view.dtype);
-}
-
-TensorView on_device(const TensorView& host, const DeviceBuffer& buffer, int device) {
-  TensorView view = host;
-  view.data = buffer.data();
-  view.device = {DeviceKind::cuda, device};
-  return view;
-}
-
 // A host word every GPU can read (portable, mapped; UVA gives one address).
 class GateWord {
  public:
@@ -85,18 +74,8 @@ void NcclBackend::place(std::vector<RankData>& host) {
   group_.run([&](Comm& comm) {
     const int rank = comm.rank();
     const int device = group_.device(rank);
-    const RankData& h = host[static_cast<std::size_t>(rank)];
-    auto d = std::make_unique<DeviceRank>();
-    const std::string who = "rank " + std::to_string(rank) + "'s ";
-    d->a = DeviceBuffer(bytes_of(h.a_shard), who + "A shard");
-    d->b = DeviceBuffer(bytes_of(h.b), who + "B");
-    d->c = DeviceBuffer(bytes_of(h.c), who + "C");
-    d->gathered = DeviceBuffer(bytes_of(h.gathered), who + "gathered A");
-    d->views = {on_device(h.a_shard, d->a, device), on_device(h.b, d->b, device),
-                on_device(h.c, d->c, device), on_device(h.gathered, d->gathered, device)};
-    d->a.upload(h.a_shard.data, d->stream.get(), who + "A shard");
-    d->b.upload(h.b.data, d->stream.get(), who + "B");
-    cuda_check(cudaStreamSynchronize(d->stream.get()), who + "input upload");
+    auto d = std::make_unique<DeviceRank>(host[static_cast<std::size_t>(rank)], device,
+                                          "rank " + std::to_string(rank) + "'s ");
     ranks_[static_cast<std::size_t>(rank)] = std::move(d);
   });
 }
@@ -113,20 +92,14 @@ void NcclBackend::poison_outputs() {
   tool::poison_outputs(*host_);
   group_.run([&](Comm& comm) {
     const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
-    DeviceRank& d = *ranks_[static_cast<std::size_t>(comm.rank())];
-    d.c.upload(h.c.data, d.stream.get(), "poisoned C");
-    d.gathered.upload(h.gathered.data, d.stream.get(), "poisoned gathered A");
-    cuda_check(cudaStreamSynchronize(d.stream.get()), "poisoning the outputs");
+    ranks_[static_cast<std::size_t>(comm.rank())]->upload_outputs(h);
   });
 }
 
 void NcclBackend::fetch_outputs() {
   group_.run([&](Comm& comm) {
     const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
-    const DeviceRank& d = *ranks_[static_cast<std::size_t>(comm.rank())];
-    d.c.download(h.c.data, d.stream.get(), "C");
-    d.gathered.download(h.gathered.data, d.stream.get(), "gathered A");
-    cuda_check(cudaStreamSynchronize(d.stream.get()), "fetching the outputs");
+    ranks_[static_cast<std::size_t>(comm.rank())]->download_outputs(h);
   });
 }
 
@@ -231,17 +204,7 @@ class LaunchedNcclBackend final : public Backend {
     host_ = &host;
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     const RankData& h = host[static_cast<std::size_t>(rank_)];
-    mine_ = std::make_unique<Rank>();
-    mine_->a = DeviceBuffer(bytes_of(h.a_shard), "A shard");
-    mine_->b = DeviceBuffer(bytes_of(h.b), "B");
-    mine_->c = DeviceBuffer(bytes_of(h.c), "C");
-    mine_->gathered = DeviceBuffer(bytes_of(h.gathered), "gathered A");
-    mine_->views = {on_device(h.a_shard, mine_->a, device_), on_device(h.b, mine_->b, device_),
-                    on_device(h.c, mine_->c, device_),
-                    on_device(h.gathered, mine_->gathered, device_)};
-    mine_->a.upload(h.a_shard.data, mine_->stream.get(), "A shard");
-    mine_->b.upload(h.b.data, mine_->stream.get(), "B");
-    cuda_check(cudaStreamSynchronize(mine_->stream.get()), "input upload");
+    mine_ = std::make_unique<DeviceRank>(h, device_, "");
   }
   RankViews views(int rank) const override {
     (void)rank;
@@ -254,15 +217,11 @@ class LaunchedNcclBackend final : public Backend {
   void poison_outputs() override {
     tool::poison_outputs(*host_);
     const RankData& h = (*host_)[static_cast<std::size_t>(rank_)];
-    mine_->c.upload(h.c.data, mine_->stream.get(), "poisoned C");
-    mine_->gathered.upload(h.gathered.data, mine_->stream.get(), "poisoned gathered A");
-    cuda_check(cudaStreamSynchronize(mine_->stream.get()), "poisoning the outputs");
+    mine_->upload_outputs(h);
   }
   void fetch_outputs() override {
     const RankData& h = (*host_)[static_cast<std::size_t>(rank_)];
-    mine_->c.download(h.c.data, mine_->stream.get(), "C");
-    mine_->gathered.download(h.gathered.data, mine_->stream.get(), "gathered A");
-    cuda_check(cudaStreamSynchronize(mine_->stream.get()), "fetching the outputs");
+    mine_->download_outputs(h);
   }
   std::vector<double> time_calls(int total, const CallFn& call, const BeforeFn& before) override {
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
@@ -282,17 +241,12 @@ class LaunchedNcclBackend final : public Backend {
   }
 
  private:
-  struct Rank {
-    Stream stream;
-    DeviceBuffer a, b, c, gathered;
-    RankViews views;
-  };
   std::unique_ptr<Comm> comm_;
   int rank_ = 0;
   int device_ = 0;
   std::string device_name_;
   std::vector<RankData>* host_ = nullptr;
-  std::unique_ptr<Rank> mine_;
+  std::unique_ptr<DeviceRank> mine_;
 };
 
 namespace nccl_entry {

@@ -11,6 +11,7 @@
 #include "asynctp/nccl.hpp"
 #include "backend.hpp"
 #include "device_buffers.hpp"
+#include "device_rank.hpp"
 
 namespace asynctp::tool {
 
@@ -35,12 +36,6 @@ class NcclBackend final : public Backend {
   std::vector<double> time_calls(int total, const CallFn& call, const BeforeFn& before) override;
 
  private:
-  struct DeviceRank {
-    Stream stream;
-    DeviceBuffer a, b, c, gathered;
-    RankViews views;
-  };
-
   nccl::LocalGroup group_;
   std::string device_names_;
   std::vector<RankData>* host_ = nullptr;

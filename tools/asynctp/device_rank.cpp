@@ -1,0 +1,44 @@
+#include "device_rank.hpp"
+
+namespace asynctp::tool {
+namespace {
+
+std::size_t bytes_of(const TensorView& view) {
+  return static_cast<std::size_t>(view.numel()) * element_size(view.dtype);
+}
+
+// The device twin of a host view: same shape, dtype and strides.
+TensorView on_device(const TensorView& host, const DeviceBuffer& buffer, int device) {
+  TensorView view = host;
+  view.data = buffer.data();
+  view.device = {DeviceKind::cuda, device};
+  return view;
+}
+
+}  // namespace
+
+DeviceRank::DeviceRank(const RankData& h, int device, const std::string& who)
+    : a(bytes_of(h.a_shard), who + "A shard"),
+      b(bytes_of(h.b), who + "B"),
+      c(bytes_of(h.c), who + "C"),
+      gathered(bytes_of(h.gathered), who + "gathered A"),
+      views{on_device(h.a_shard, a, device), on_device(h.b, b, device), on_device(h.c, c, device),
+            on_device(h.gathered, gathered, device)} {
+  a.upload(h.a_shard.data, stream.get(), who + "A shard");
+  b.upload(h.b.data, stream.get(), who + "B");
+  cuda_check(cudaStreamSynchronize(stream.get()), who + "input upload");
+}
+
+void DeviceRank::upload_outputs(const RankData& h) {
+  c.upload(h.c.data, stream.get(), "poisoned C");
+  gathered.upload(h.gathered.data, stream.get(), "poisoned gathered A");
+  cuda_check(cudaStreamSynchronize(stream.get()), "poisoning the outputs");
+}
+
+void DeviceRank::download_outputs(const RankData& h) {
+  c.download(h.c.data, stream.get(), "C");
+  gathered.download(h.gathered.data, stream.get(), "gathered A");
+  cuda_check(cudaStreamSynchronize(stream.get()), "fetching the outputs");
+}
+
+}  // namespace asynctp::tool
