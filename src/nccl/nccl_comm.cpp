@@ -72,6 +72,8 @@ NcclComm::NcclComm(ncclComm_t comm, bool owns_comm)
 NcclComm::~NcclComm() {
   (void)cudaSetDevice(device_.ordinal);
   (void)cudaDeviceSynchronize();
+  // The window belongs to the communicator: give it back while both live.
+  workspace_.release();
   if (owns_comm_) {
     // Finalize flushes NCCL's own pending work; a broken communicator (a
     // peer vanished) is aborted instead, which never waits on peers.
@@ -134,16 +136,19 @@ void NcclComm::wait_for_event(cudaEvent_t event, std::int64_t timeout_ms, const 
   }
 }
 
-// Every rank publishes its record through an all-gather on the copy_out
-// stream (the NCCL transport does not otherwise use it) and reads all of
-// them; find_disagreement gives every rank the same verdict.
+// Every rank publishes its record through an all-gather and reads all of
+// them; find_disagreement gives every rank the same verdict. The all-gather
+// goes on the caller's stream, where this communicator's other NCCL work
+// (decomposed's all-gather) is, so NCCL sees its operations in one order on
+// one stream; the host then waits for that stream (bounded), which is why
+// this happens once per distinct call only.
 void NcclComm::agree(const core::CallRecord& mine, const std::exception_ptr& local_error,
-                     std::int64_t timeout_ms) {
+                     std::int64_t timeout_ms, cudaStream_t stream) {
   const WireRecord encoded = encode(mine);
   const std::string key(encoded.begin(), encoded.end());
   if (mine.ok && agreed_calls_.count(key)) return;
 
-  const cudaStream_t s = res_.copy_out.get();
+  const cudaStream_t s = stream;
   char* device_records = static_cast<char*>(wire_.get());
   std::vector<WireRecord> all(static_cast<std::size_t>(world_));
   check_cuda(
@@ -204,7 +209,18 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
                         "is capturing a CUDA graph, but the ranks have not yet agreed on this "
                         "call (a host round trip); make the same call once uncaptured first");
   }
-  agree(mine, local_error, timeout_ms);
+  if (local_error) {
+    // Inside a capture no host round trip is possible: report the local
+    // error at once (the peers' calls were refused for the same reason, or
+    // will time out at their first barrier).
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(static_cast<cudaStream_t>(options.stream), &status) == cudaSuccess &&
+        status != cudaStreamCaptureStatusNone) {
+      std::rethrow_exception(local_error);
+    }
+    (void)cudaGetLastError();
+  }
+  agree(mine, local_error, timeout_ms, static_cast<cudaStream_t>(options.stream));
   if (local_error) std::rethrow_exception(local_error);
 
   // 3. Resources (collective growth: every rank agreed on the same sizes).

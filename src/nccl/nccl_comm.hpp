@@ -53,7 +53,7 @@ class NcclComm final : public Comm {
                                const TensorView& c_out, const TensorView* a_gathered_out,
                                const Options& options) const;
   void agree(const core::CallRecord& mine, const std::exception_ptr& local_error,
-             std::int64_t timeout_ms);
+             std::int64_t timeout_ms, cudaStream_t stream);
   void wait_for_event(cudaEvent_t event, std::int64_t timeout_ms, const std::string& what);
   void check_usable() const;
 

@@ -34,6 +34,10 @@ class SymmetricWorkspace {
   // returns (a host-synchronous NCCL all-reduce orders it).
   void ensure(std::size_t gathered_bytes);
 
+  // Deregisters and frees the memory (also done by the destructor); the
+  // communicator must still be alive.
+  void release() noexcept;
+
   std::size_t gathered_capacity() const noexcept;
   void* gathered() const noexcept;                     // this rank's gathered region
   const void* peer_gathered(int peer) const noexcept;  // peer's, mapped here
@@ -44,8 +48,6 @@ class SymmetricWorkspace {
   int generation() const noexcept { return generation_; }
 
  private:
-  void release() noexcept;
-
   ncclComm_t comm_;
   int rank_, world_;
   void* base_ = nullptr;
