@@ -212,6 +212,71 @@ int main() {
     cudaEventDestroy(released);
   }
 
+  // The arrival link's call replayed on three streams, the clock's release
+  // words already set (so no modelled wait): where does the time go? Events
+  // after each step on the caller's stream (s), at the kernel's start and end
+  // (compute) and after the last signal (copy_in); all times from t0.
+  {
+    constexpr int kPieces = 32;  // 8 chunks x 4 pieces
+    Stream copy_in("stream create (copy in)"), compute("stream create (compute)");
+    DeviceMemory gathered_memory, local_memory;
+    char* gathered = static_cast<char*>(gathered_memory.ensure(8 * chunk, "gathered"));
+    void* local = local_memory.ensure(chunk, "local shard");
+    for (int i = 0; i < kPieces; ++i) host_words.host()[i] = 7;  // released
+    native::NativeGemmArgs call = args;
+    call.a = gathered;
+    call.chunk_flags = dwords;
+    const char* names[] = {"memset flags",         "local copy + its 4 flags",
+                           "placement (7 chunks)", "28 release resets",
+                           "start word",           "kernel start",
+                           "kernel end",           "copy_in: 28 x (wait, flag)"};
+    std::vector<double> sums(8, 0.0);
+    const int reps = 10;
+    for (int rep = 0; rep < reps + 1; ++rep) {
+      std::vector<cudaEvent_t> ev(9);
+      for (auto& e : ev) check_cuda(cudaEventCreate(&e), "event");
+      check_cuda(cudaEventRecord(ev[0], s), "record");
+      check_cuda(cudaMemsetAsync(dwords, 0, 4 * kPieces, s), "memset");
+      check_cuda(cudaEventRecord(ev[1], s), "record");
+      check_cuda(cudaMemcpyAsync(gathered, local, chunk, cudaMemcpyDeviceToDevice, s), "local");
+      for (int j = 0; j < 4; ++j) write_value32(s, dwords + j, 7);
+      check_cuda(cudaEventRecord(ev[2], s), "record");
+      for (int c = 1; c < 8; ++c) {
+        check_cuda(cudaMemcpyAsync(gathered + c * chunk, static_cast<char*>(from) + (c - 1) * chunk,
+                                   chunk, cudaMemcpyDeviceToDevice, s),
+                   "placement");
+      }
+      check_cuda(cudaEventRecord(ev[3], s), "record");
+      for (int p = 4; p < kPieces; ++p) write_value32(s, hwords + 48, 0);  // stand-in resets
+      check_cuda(cudaEventRecord(ev[4], s), "record");
+      write_value32(s, hwords + 49, 1);  // stand-in start word
+      check_cuda(cudaEventRecord(ev[5], s), "record");
+      check_cuda(cudaStreamWaitEvent(copy_in.get(), ev[5], 0), "fork");
+      check_cuda(cudaStreamWaitEvent(compute.get(), ev[5], 0), "fork");
+      for (int p = 4; p < kPieces; ++p) {
+        wait_value32_equal(copy_in.get(), hwords + p, 7);
+        write_value32(copy_in.get(), dwords + p, 7);
+      }
+      check_cuda(cudaEventRecord(ev[8], copy_in.get()), "record");
+      check_cuda(cudaEventRecord(ev[6], compute.get()), "record");
+      check_cuda(native::launch(*config, call, nullptr, compute.get()), "launch");
+      check_cuda(cudaEventRecord(ev[7], compute.get()), "record");
+      check_cuda(cudaDeviceSynchronize(), "sync");
+      if (rep > 0) {  // the first is a warm-up
+        for (int i = 1; i < 9; ++i) {
+          float ms = 0;
+          check_cuda(cudaEventElapsedTime(&ms, ev[0], ev[i]), "elapsed");
+          sums[static_cast<std::size_t>(i - 1)] += ms;
+        }
+      }
+      for (auto& e : ev) cudaEventDestroy(e);
+    }
+    for (int i = 0; i < 8; ++i) {
+      row(std::string("arrival call replay: after ") + names[i],
+          sums[static_cast<std::size_t>(i)] / reps);
+    }
+  }
+
   std::uint32_t words[3];
   check_cuda(cudaMemcpy(words, args.error_words, 12, cudaMemcpyDeviceToHost), "err");
   std::printf("error words: %u %u %u\n", words[0], words[1], words[2]);

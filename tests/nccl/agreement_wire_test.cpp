@@ -1,7 +1,7 @@
 // The agreement records NCCL ranks all-gather (src/nccl/agreement_wire):
 // every field survives the trip, long errors are cut visibly, and a block
 // from another format is refused rather than misread. No GPU needed.
-#include "nccl/agreement_wire.hpp"
+#include "cuda/nccl/agreement_wire.hpp"
 
 #include <gtest/gtest.h>
 

@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#include "nccl/environment_comm.hpp"
+#include "cuda/nccl/environment_comm.hpp"
 #include "nccl/nccl_support.hpp"
 
 extern char** environ;

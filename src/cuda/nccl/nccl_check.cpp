@@ -1,4 +1,4 @@
-#include "nccl/nccl_check.hpp"
+#include "cuda/nccl/nccl_check.hpp"
 
 #include <string>
 

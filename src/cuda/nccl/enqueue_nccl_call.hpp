@@ -25,9 +25,9 @@
 #include <nccl.h>
 
 #include "cuda/call_spec.hpp"
+#include "cuda/nccl/device_kernels.hpp"
+#include "cuda/nccl/symmetric_workspace.hpp"
 #include "cuda/rank_resources.hpp"
-#include "nccl/device_kernels.hpp"
-#include "nccl/symmetric_workspace.hpp"
 
 namespace asynctp::nccl {
 

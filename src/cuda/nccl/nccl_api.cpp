@@ -15,9 +15,9 @@
 #include "bootstrap/tcp_rendezvous.hpp"
 #include "core/rank_threads.hpp"
 #include "cuda/cuda_check.hpp"
-#include "nccl/environment_comm.hpp"
-#include "nccl/nccl_check.hpp"
-#include "nccl/nccl_comm.hpp"
+#include "cuda/nccl/environment_comm.hpp"
+#include "cuda/nccl/nccl_check.hpp"
+#include "cuda/nccl/nccl_comm.hpp"
 
 namespace asynctp::nccl {
 namespace {

@@ -15,9 +15,9 @@
 #include "core/agreement.hpp"
 #include "cuda/backend_caps.hpp"
 #include "cuda/call_check.hpp"
+#include "cuda/nccl/symmetric_workspace.hpp"
 #include "cuda/rank_resources.hpp"
 #include "cuda/resources.hpp"
-#include "nccl/symmetric_workspace.hpp"
 
 namespace asynctp::nccl {
 

@@ -1,9 +1,9 @@
-#include "nccl/enqueue_nccl_call.hpp"
+#include "cuda/nccl/enqueue_nccl_call.hpp"
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/gemm_paths.hpp"
+#include "cuda/nccl/nccl_check.hpp"
 #include "cuda/stream_memops.hpp"
-#include "nccl/nccl_check.hpp"
 
 namespace asynctp::nccl {
 namespace {

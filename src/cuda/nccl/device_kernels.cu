@@ -1,6 +1,6 @@
 #include <nccl_device.h>
 
-#include "nccl/device_kernels.hpp"
+#include "cuda/nccl/device_kernels.hpp"
 
 namespace asynctp::nccl {
 namespace {

@@ -1,4 +1,4 @@
-#include "nccl/symmetric_workspace.hpp"
+#include "cuda/nccl/symmetric_workspace.hpp"
 
 #include <nccl_device.h>
 
@@ -7,8 +7,8 @@
 #include "asynctp/error.hpp"
 #include "core/log.hpp"
 #include "cuda/cuda_check.hpp"
-#include "nccl/device_kernels.hpp"
-#include "nccl/nccl_check.hpp"
+#include "cuda/nccl/device_kernels.hpp"
+#include "cuda/nccl/nccl_check.hpp"
 
 namespace asynctp::nccl {
 namespace {

@@ -1,4 +1,4 @@
-#include "nccl/nccl_comm.hpp"
+#include "cuda/nccl/nccl_comm.hpp"
 
 #include <chrono>
 #include <exception>
@@ -11,9 +11,9 @@
 #include "core/log.hpp"
 #include "core/signals.hpp"
 #include "cuda/cuda_check.hpp"
-#include "nccl/agreement_wire.hpp"
-#include "nccl/enqueue_nccl_call.hpp"
-#include "nccl/nccl_check.hpp"
+#include "cuda/nccl/agreement_wire.hpp"
+#include "cuda/nccl/enqueue_nccl_call.hpp"
+#include "cuda/nccl/nccl_check.hpp"
 
 namespace asynctp::nccl {
 namespace {

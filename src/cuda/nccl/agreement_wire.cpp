@@ -1,4 +1,4 @@
-#include "nccl/agreement_wire.hpp"
+#include "cuda/nccl/agreement_wire.hpp"
 
 #include <cstdint>
 #include <cstring>
