@@ -94,6 +94,10 @@ __global__ void __launch_bounds__(BlockTile::waves * layout::kWaveLanes)
     if (lane == 0) ready = wait_for_chunk(args, chunk) ? 1 : 0;
     ready = __shfl(ready, 0);
     if (!ready) continue;  // the call failed: finish quickly, the host reports the chunk
+    // Lane 0's acquire orders lane 0's loads only: every lane acquires too
+    // (system scope: the chunk came from a copy engine or a peer GPU), so no
+    // lane reads the chunk's rows from a stale cache line.
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");
 
     floatx16 acc[BlockTile::blocks_m][BlockTile::blocks_n];
     for (int bm = 0; bm < BlockTile::blocks_m; ++bm) {
