@@ -77,6 +77,18 @@ class LoopbackGroup {
   // exception of the lowest failing rank after all have joined.
   void run(const std::function<void(Comm&)>& body);
 
+  // Device time, in ms, of `rank`'s last uncaptured call once
+  // asynctp::synchronize has returned for it: from where the rank's own work
+  // begins to where it is joined back on its stream. It begins after the
+  // wait for the rank's previous call (and, with serialize_ranks, for the
+  // ranks before it) and after Link::arrival's set-up (placing the peer
+  // chunks, clearing its clock's words), which stands in for the transfer
+  // the release times model; it ends before the stream waits for the peers
+  // to finish reading this rank's shard. With serialize_ranks this is what
+  // the call takes on a GPU of its own. Throws Error(invalid_argument)
+  // naming the rank when it has no such call.
+  double last_call_ms(int rank) const;
+
  private:
   struct State;
   std::unique_ptr<State> state_;

@@ -150,6 +150,10 @@ RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
           }
         }
         enqueue_call(spec, res_);
+        if (!checked.capturing) {
+          timed_call_enqueued_ = true;
+          timed_call_done_ = false;
+        }
         pending_timeout_ms_ = spec.timeout_ms;
         pending_epoch_ = spec.epoch;
         pending_pieces_ = spec.pieces;
@@ -220,6 +224,10 @@ void CudaComm::synchronize() {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     pending_ = false;
+    if (timed_call_enqueued_) {
+      timed_call_done_ = true;
+      timed_call_enqueued_ = false;
+    }
   }
   // The native kernel's gate leaves the first timed-out chunk here (graph
   // replays included); reading clears it.
@@ -239,6 +247,18 @@ void CudaComm::synchronize() {
               "rank " + std::to_string(rank_) + ": " +
                   native::native_gemm_error_message(
                       words, static_cast<std::uint64_t>(pending_timeout_ms_) * 1'000'000u));
+}
+
+double CudaComm::last_call_ms() const {
+  if (!timed_call_done_) {
+    throw Error(ErrorCode::invalid_argument,
+                "rank: rank " + std::to_string(rank_) +
+                    " has no uncaptured call that asynctp::synchronize saw finish");
+  }
+  float ms = 0;
+  check_cuda(cudaEventElapsedTime(&ms, res_.call_begin.get(), res_.call_end.get()),
+             "cudaEventElapsedTime(call begin, call end)");
+  return ms;
 }
 
 }  // namespace asynctp::cuda

@@ -28,6 +28,9 @@ class CudaComm final : public Comm {
                                   const Options& options) override;
   void synchronize() override;
 
+  // LoopbackGroup::last_call_ms.
+  double last_call_ms() const;
+
  private:
   CheckedCall check_call(const TensorView& a_shard, const TensorView& b, const TensorView& c_out,
                          const TensorView* a_gathered_out, const Options& options) const;
@@ -43,6 +46,10 @@ class CudaComm final : public Comm {
   std::int64_t pending_timeout_ms_ = 0;
   std::uint32_t pending_epoch_ = 0;
   int pending_pieces_ = 1;
+  // Whether call_begin/call_end hold an uncaptured call that synchronize()
+  // has seen finish.
+  bool timed_call_done_ = false;
+  bool timed_call_enqueued_ = false;
 };
 
 }  // namespace asynctp::cuda

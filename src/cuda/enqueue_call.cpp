@@ -4,7 +4,8 @@
 //   copies to or from pinned host memory (copy engines) or after waits on
 //   host words the arrival clock's thread sets: none of them needs an SM. Every
 //   device-to-device copy (the local chunk; the arrival model's placement) is enqueued on the
-//   caller's stream ahead of the kernel, so it has finished before the grid starts.
+//   caller's stream ahead of the kernel, so it has finished before the grid
+//   starts.
 // - The ranks' agreement (a host barrier) happens before anything is enqueued.
 // - Hardware queues: the producer is enqueued before the kernel, and the
 //   ranks of a loopback group enqueue one after another, so in any FIFO queue
@@ -53,30 +54,30 @@ void enqueue_call(const CallSpec& call, RankResources& res) {
   if (!call.capturing && res.call_end_recorded) {
     wait(s, res.call_end.get(), "cudaStreamWaitEvent(this rank's previous call)");
   }
+  // The arrival model's set-up stands in for the transfer its release times
+  // model, so it runs before the call's own work begins (call_begin): one
+  // rank's call is then timed as on a GPU of its own, where copy engines
+  // would move the chunks while the GEMM runs.
+  if (call.link == Link::arrival) prepare_arrival_link(call, res, s);
+  if (!call.capturing) record(res.call_begin.get(), s, "cudaEventRecord(call begin)");
+
   // Flags go back to 0 in stream order before anything reads them: a graph
   // replays the epoch it captured, so last replay's flags would look ready.
+  // Memsets rather than a memory operation per flag (~2 us of device time
+  // each, bench/NOTES.md v6, v8); they run ahead of the GEMM like every other
+  // kernel-class work of the call. The local chunk's flags are set here too,
+  // before its copy: every reader of flags (the native kernel) is ordered
+  // after that copy by the fork below, so they can't be seen early.
   const int pieces = call.pieces;
-  // One memset rather than a memory operation per flag (~2 us of device time
-  // each, bench/NOTES.md v6); it runs ahead of the GEMM like every other
-  // kernel-class work of the call.
   check_cuda(cudaMemsetAsync(res.flags.get(), 0,
                              sizeof(std::uint32_t) * static_cast<std::size_t>(world * pieces), s),
              "cudaMemsetAsync(flags)");
+  memset_d32(s, flag(res, rank * pieces), call.epoch, static_cast<std::size_t>(pieces));
 
   // The local chunk needs no link; device copies run ahead of the GEMM.
   check_cuda(cudaMemcpyAsync(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)],
                              bytes, cudaMemcpyDeviceToDevice, s),
              "cudaMemcpyAsync(local shard to gathered)");
-  for (int j = 0; j < pieces; ++j) write_value32(s, flag(res, rank * pieces + j), call.epoch);
-  if (call.link == Link::arrival) {
-    for (int c : call.arrival_order) {
-      if (call.dropped[static_cast<std::size_t>(c)]) continue;
-      check_cuda(cudaMemcpyAsync(call.gathered_chunk(c), call.shards[static_cast<std::size_t>(c)],
-                                 bytes, cudaMemcpyDeviceToDevice, s),
-                 "cudaMemcpyAsync(arrival model: place peer chunk)");
-    }
-    start_arrival_clock(call, res, s);
-  }
 
   record(res.fork.get(), s, "cudaEventRecord(fork)");
   wait(res.copy_out.get(), res.fork.get(), "cudaStreamWaitEvent(fork)");

@@ -44,7 +44,14 @@ void enqueue_pcie_link(const CallSpec& call, RankResources& res) {
   }
 }
 
-void start_arrival_clock(const CallSpec& call, RankResources& res, cudaStream_t stream) {
+void prepare_arrival_link(const CallSpec& call, RankResources& res, cudaStream_t stream) {
+  const std::size_t bytes = call.chunk_bytes();
+  for (int c : call.arrival_order) {
+    if (call.dropped[static_cast<std::size_t>(c)]) continue;
+    check_cuda(cudaMemcpyAsync(call.gathered_chunk(c), call.shards[static_cast<std::size_t>(c)],
+                               bytes, cudaMemcpyDeviceToDevice, stream),
+               "cudaMemcpyAsync(arrival model: place peer chunk)");
+  }
   if (!res.clock)
     res.clock = std::make_unique<ArrivalClock>(call.problem.world_size * kMaxSignalPieces);
   // Dropped chunks are never released (nothing waits for them).
@@ -60,11 +67,12 @@ void start_arrival_clock(const CallSpec& call, RankResources& res, cudaStream_t 
   // Memory operations, not a memset: these words are host memory, which a
   // captured memset node may not target.
   for (int piece : pieces) write_value32(stream, res.clock->release_word(piece), 0);
-  write_value32(stream, res.clock->start_word(), call.epoch);
 }
 
 void enqueue_arrival_waits(const CallSpec& call, RankResources& res) {
   const cudaStream_t s = res.copy_in.get();
+  // The modelled transfer starts with the producer, off the GEMM's path.
+  write_value32(s, res.clock->start_word(), call.epoch);
   for (int c : call.arrival_order) {
     if (call.dropped[static_cast<std::size_t>(c)]) continue;
     for (int j = 0; j < call.pieces; ++j) {

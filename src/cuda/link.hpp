@@ -15,13 +15,16 @@ namespace asynctp::cuda {
 // Both streams must already wait on res.fork.
 void enqueue_pcie_link(const CallSpec& call, RankResources& res);
 
-// Link::arrival, on the caller's stream before the fork (the chunks are
-// already placed there): registers the call's schedule with the rank's clock,
-// clears the release words and writes the start word.
-void start_arrival_clock(const CallSpec& call, RankResources& res, cudaStream_t stream);
+// Link::arrival, the model's own set-up on the caller's stream, ahead of the
+// call's own work: places the peer chunks in the gathered buffer (device
+// copies: the data the release times then stand for), registers the call's
+// schedule with the rank's clock and clears its release words.
+void prepare_arrival_link(const CallSpec& call, RankResources& res, cudaStream_t stream);
 
-// Link::arrival: copy_in waits for each piece's release word, then writes its
-// flag and records the chunk's arrival event.
+// Link::arrival: copy_in writes the start word (the clock counts the modelled
+// transfer from there), waits for each piece's release word, then writes its
+// flag and records the chunk's arrival event. copy_in must already wait on
+// res.fork.
 void enqueue_arrival_waits(const CallSpec& call, RankResources& res);
 
 }  // namespace asynctp::cuda

@@ -110,6 +110,15 @@ Comm& LoopbackGroup::comm(int rank) {
   return *state_->comms[static_cast<std::size_t>(rank)];
 }
 
+double LoopbackGroup::last_call_ms(int rank) const {
+  if (rank < 0 || rank >= world_size()) {
+    throw Error(
+        ErrorCode::invalid_argument,
+        "rank: must lie in [0, " + std::to_string(world_size()) + "), got " + std::to_string(rank));
+  }
+  return state_->comms[static_cast<std::size_t>(rank)]->last_call_ms();
+}
+
 void LoopbackGroup::run(const std::function<void(Comm&)>& body) {
   const int device = state_->shared.config.device;
   core::run_on_rank_threads(world_size(), [&](int rank) {

@@ -18,7 +18,8 @@ RankResources::RankResources(int world_size)
       compute_done("event create"),
       lane2_done("event create"),
       call_done("event create"),
-      call_end("event create") {
+      call_begin("event create", /*timed=*/true),
+      call_end("event create", /*timed=*/true) {
   for (int c = 0; c < world_size; ++c) {
     arrived.push_back(std::make_unique<Event>("event create"));
   }

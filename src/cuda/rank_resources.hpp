@@ -26,7 +26,11 @@ struct RankResources {
   Stream lane2;     // pipelined: the second GEMM lane
   Stream copy_out;  // PCIe link: peer shard -> pinned bounce (device to host)
   Event fork, copy_out_done, copy_in_done, compute_done, lane2_done, call_done;
-  Event call_end;  // the last uncaptured call's work, joined on its stream
+  // The last uncaptured call's own work on its stream: begins after the
+  // wait for the rank's previous call (and the ranks before it when
+  // serialized) and the arrival model's set-up; ends once joined.
+  Event call_begin;
+  Event call_end;
   bool call_end_recorded = false;
   std::vector<std::unique_ptr<Event>> staged;   // per signal piece: in the bounce buffer
   std::vector<std::unique_ptr<Event>> arrived;  // per chunk: in gathered, signalled

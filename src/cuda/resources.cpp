@@ -65,8 +65,9 @@ Stream::~Stream() {
   if (stream_) (void)cudaStreamDestroy(stream_);
 }
 
-Event::Event(const char* what) {
-  check_cuda(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), what);
+Event::Event(const char* what, bool timed) {
+  check_cuda(cudaEventCreateWithFlags(&event_, timed ? cudaEventDefault : cudaEventDisableTiming),
+             what);
 }
 
 Event::~Event() {

@@ -15,6 +15,7 @@ namespace {
 
 using WriteValue32 = CUresult(CUDAAPI*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 using WaitValue32 = CUresult(CUDAAPI*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+using MemsetD32 = CUresult(CUDAAPI*)(CUdeviceptr, unsigned int, size_t, CUstream);
 
 // 12000: the CUDA 12 ABI of these symbols (the _v2 variants), unchanged in 13.
 template <class Fn>
@@ -46,6 +47,13 @@ CUdeviceptr address(const std::uint32_t* p) {
 }
 
 }  // namespace
+
+void memset_d32(cudaStream_t stream, std::uint32_t* device_address, std::uint32_t value,
+                std::size_t count) {
+  static const MemsetD32 fn = driver_entry<MemsetD32>("cuMemsetD32Async");
+  check_driver(fn(address(device_address), value, count, reinterpret_cast<CUstream>(stream)),
+               "cuMemsetD32Async");
+}
 
 void write_value32(cudaStream_t stream, std::uint32_t* device_address, std::uint32_t value) {
   static const WriteValue32 fn = driver_entry<WriteValue32>("cuStreamWriteValue32");

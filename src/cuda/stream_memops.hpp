@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace asynctp::cuda {
@@ -22,5 +23,12 @@ void write_value32(cudaStream_t stream, std::uint32_t* device_address, std::uint
 // release word by its deadline, even when a schedule overruns).
 void wait_value32_equal(cudaStream_t stream, const std::uint32_t* device_address,
                         std::uint32_t value);
+
+// cuMemsetD32Async: `count` 32-bit words set to `value`, in stream order. A
+// memset runs as one small kernel ahead of the stream's later work, so it is
+// for words written before a GEMM is launched (several flags in one
+// operation rather than a memory operation each, ~2 us of device time apiece).
+void memset_d32(cudaStream_t stream, std::uint32_t* device_address, std::uint32_t value,
+                std::size_t count);
 
 }  // namespace asynctp::cuda

@@ -152,8 +152,8 @@ TEST(CliCudaHelp, EveryHelpDocumentsTheCudaFlags) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   for (const char* word :
        {"auto|cpu|cuda", "--link L", "pcie|arrival", "--link-gbps X", "(default 400)", "--device N",
-        "cuda backend only", "cpu backend only", "asynchronous", "serialized", "rank W-1",
-        "divided by W", "pinned host", "(i + 1) * chunk bytes / --link-gbps"}) {
+        "cuda backend only", "cpu backend only", "asynchronous", "serialized",
+        "each call's own span", "LoopbackGroup::last_call_ms", "pinned host", "(i + 1) * chunk bytes / --link-gbps"}) {
     EXPECT_TRUE(contains(run.out, word)) << word;
   }
 

@@ -6,7 +6,8 @@
 //       Link::arrival at 0.5 GB/s (4 MiB chunks, W = 4): correct on every
 //       rank, and each rank's call (enqueue to synchronize's return) takes at
 //       least the modelled time of its last peer chunk,
-//       (W - 1) * chunk_bytes / link_gbps.
+//       (W - 1) * chunk_bytes / link_gbps; so does its device span
+//       (LoopbackGroup::last_call_ms), which lies inside that host interval.
 //   LoopbackArrivals/AllAlgorithms.ReversedArrivalOrder
 //       hooks.reorder reverses the schedule's order, over Link::pcie and a
 //       slow Link::arrival: correct; the hook is called on every rank with
@@ -59,6 +60,23 @@ void expect_took_modelled_time(const std::vector<RankResult>& results, double mo
     EXPECT_GE(results[r].host_ms, 0.99 * modelled_ms)
         << "rank " << r << " finished before its last peer chunk could have arrived";
     EXPECT_LT(results[r].host_ms, modelled_ms + 30'000.0) << "rank " << r;
+  }
+}
+
+// Each rank's device span starts before its clock does (the start word is
+// written inside it) and ends after its last chunk's signal, so it holds the
+// whole modelled transfer; it is device work between the call and
+// synchronize's return, so it fits in that host interval (0.5 ms of slack
+// for the two clocks).
+void expect_spans_hold_the_transfer(const LoopbackGroup& group,
+                                    const std::vector<RankResult>& results, double modelled_ms) {
+  for (std::size_t r = 0; r < results.size(); ++r) {
+    if (!results[r].ok()) continue;
+    const double span = group.last_call_ms(static_cast<int>(r));
+    std::printf("    rank %zu: device span %.2f ms\n", r, span);
+    EXPECT_GE(span, 0.99 * modelled_ms) << "rank " << r << ": the span missed part of the transfer";
+    EXPECT_LE(span, results[r].host_ms + 0.5) << "rank " << r << ": the span is longer than the "
+                                                 "host's interval around the call";
   }
 }
 
@@ -134,6 +152,7 @@ TEST_P(LoopbackArrivals, DelayedArrivalsTakeTheModelledTime) {
     lb::expect_all_ok(results, algorithm);
     std::printf("  round %d:\n", round);
     expect_took_modelled_time(results, modelled_ms);
+    expect_spans_hold_the_transfer(group, results, modelled_ms);
     ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
   }
 }

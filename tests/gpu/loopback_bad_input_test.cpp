@@ -16,6 +16,9 @@
 //       world_size 0, link_gbps 0 and negative on Link::arrival: Error
 //       (invalid_argument) naming the field; a device that does not exist:
 //       Error, and unavailable_reason says why.
+//   LoopbackBadInput.LastCallSpanWithoutACall
+//       LoopbackGroup::last_call_ms before any call, and for a rank outside
+//       [0, W): Error(invalid_argument) naming the rank.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -221,6 +224,24 @@ TEST(LoopbackBadInput, GroupConfig) {
         << e.what();
     EXPECT_TRUE(lb::contains(e.what(), "device")) << e.what();
   }
+}
+
+TEST(LoopbackBadInput, LastCallSpanWithoutACall) {
+  ASYNCTP_REQUIRE_SM90();
+  LoopbackGroup group(lb::loopback_config(2, Link::pcie));
+  const auto expect_refused = [&](int rank, const char* says) {
+    try {
+      const double ms = group.last_call_ms(rank);
+      ADD_FAILURE() << "rank " << rank << ": returned " << ms << " ms without a finished call";
+    } catch (const Error& e) {
+      EXPECT_EQ(ErrorCode::invalid_argument, e.code()) << e.what();
+      EXPECT_TRUE(lb::contains(e.what(), says)) << e.what();
+    }
+  };
+  expect_refused(0, "rank 0 has no uncaptured call");
+  expect_refused(1, "rank 1 has no uncaptured call");
+  expect_refused(2, "rank: must lie in [0, 2)");
+  expect_refused(-1, "rank: must lie in [0, 2)");
 }
 
 }  // namespace

@@ -30,6 +30,13 @@ struct Bench {
   Progress& progress;
 };
 
+Options options_for(const Bench& b, Algorithm algorithm) {
+  Options options;
+  options.algorithm = algorithm;
+  options.wait_timeout_ms = b.args.timeout_ms;
+  return options;
+}
+
 std::string label_of(LinkChoice link, const char* what) {
   std::string label = "[";
   label += to_string(link);
@@ -39,14 +46,13 @@ std::string label_of(LinkChoice link, const char* what) {
   return label;
 }
 
-BenchAlgorithm measure_algorithm(Bench& b, Backend& backend, LinkChoice link, Algorithm algorithm) {
+// An algorithm's row before timing: whether it runs here, the planner's
+// reason, and (with --check) one call compared with the float64 reference.
+BenchAlgorithm prepare_algorithm(Bench& b, Backend& backend, LinkChoice link, Algorithm algorithm) {
   BenchAlgorithm out;
   out.algorithm = algorithm;
-  Options options;
-  options.algorithm = algorithm;
-  options.wait_timeout_ms = b.args.timeout_ms;
   try {
-    out.reason = plan_on_rank0(backend, options).reason;
+    out.reason = plan_on_rank0(backend, options_for(b, algorithm)).reason;
   } catch (const Error& e) {
     // A forced algorithm this problem or device cannot run (native off
     // sm_90, say) is a row that says why, not the end of the benchmark.
@@ -55,14 +61,11 @@ BenchAlgorithm measure_algorithm(Bench& b, Backend& backend, LinkChoice link, Al
     out.reason = e.detail();
     return out;
   }
-  const std::string label = label_of(link, to_string(algorithm));
   if (b.references) {
-    b.progress.set(label + "checked call, compared with the float64 reference");
-    out.timing.check = checked_call(backend, b.host, options, *b.references);
+    b.progress.set(label_of(link, to_string(algorithm)) +
+                   "checked call, compared with the float64 reference");
+    out.timing.check = checked_call(backend, b.host, options_for(b, algorithm), *b.references);
   }
-  Timed timed = timed_calls(backend, options, b.args.warmup, b.args.iters, b.progress, label);
-  out.timing.iteration_ms = std::move(timed.iteration_ms);
-  out.timing.median_ms = timed.median_ms;
   return out;
 }
 
@@ -85,60 +88,71 @@ CheckResult check_gemm(const TensorView& host_c, const std::vector<double>& refe
   return out;
 }
 
-// T_gemm: the gathered A (all shards, in rank order) times rank 0's B, on a
-// stream of its own, one event pair per GEMM.
-BenchTiming measure_gemm(Bench& b, Backend& backend, LinkChoice link) {
-  const std::string label = label_of(link, "cublas");
-  const TensorView device_b = backend.views(0).b;
-  const TensorView& host_c = b.host.front().c;  // staging for the check
-  const std::int64_t rows = b.args.m_global;
-  const std::int64_t k = b.args.k;
-  const std::size_t shard_bytes = static_cast<std::size_t>(b.args.m_per_rank() * k) * 2;
-
-  AlignedBuffer host_a(shard_bytes * b.host.size());
-  for (std::size_t r = 0; r < b.host.size(); ++r) {
-    std::memcpy(static_cast<char*>(host_a.data()) + r * shard_bytes, b.host[r].a_shard.data,
-                shard_bytes);
+// T_gemm: the gathered A (all shards, in rank order) times rank 0's B with
+// the library's own cuBLAS path (the GEMM decomposed runs), on a stream of
+// its own, one event pair per GEMM.
+class GemmBaseline {
+ public:
+  GemmBaseline(Bench& b, Backend& backend)
+      : b_(b),
+        device_b_(backend.views(0).b),
+        a_(static_cast<std::size_t>(b.args.m_global * b.args.k) * 2,
+           "the cuBLAS baseline's gathered A"),
+        c_(static_cast<std::size_t>(b.args.m_global * b.args.n) * 2, "the cuBLAS baseline's C") {
+    const std::size_t shard_bytes = static_cast<std::size_t>(b.args.m_per_rank() * b.args.k) * 2;
+    AlignedBuffer host_a(shard_bytes * b.host.size());
+    for (std::size_t r = 0; r < b.host.size(); ++r) {
+      std::memcpy(static_cast<char*>(host_a.data()) + r * shard_bytes, b.host[r].a_shard.data,
+                  shard_bytes);
+    }
+    cuda_check(cudaSetDevice(device_b_.device.index), "cudaSetDevice(rank 0's GPU)");
+    a_.upload(host_a.data(), stream_.get(), "the cuBLAS baseline's gathered A");
+    cuda_check(cudaStreamSynchronize(stream_.get()), "the cuBLAS baseline's upload");
   }
-  Stream stream;
-  DeviceBuffer a(host_a.size(), "the cuBLAS baseline's gathered A");
-  DeviceBuffer c(static_cast<std::size_t>(rows * b.args.n) * 2, "the cuBLAS baseline's C");
-  a.upload(host_a.data(), stream.get(), "the cuBLAS baseline's gathered A");
-  const Device device = device_b.device;  // rank 0's GPU
-  cuda_check(cudaSetDevice(device.index), "cudaSetDevice(rank 0's GPU)");
-  const TensorView device_a = TensorView::row_major(a.data(), DType::bf16, rows, k, device);
-  const TensorView device_c = TensorView::row_major(c.data(), DType::bf16, rows, b.args.n, device);
-  // The library's own cuBLAS path: the GEMM that decomposed runs.
-  cuda::CublasGemm gemm;
 
-  BenchTiming out;
-  if (b.references) {
-    b.progress.set(label + "checked call, compared with the float64 reference");
+  CheckResult check() {
+    const TensorView& host_c = b_.host.front().c;  // staging for the check
     core::poison(host_c);
-    c.upload(host_c.data, stream.get(), "the poisoned C");
-    gemm.run(stream.get(), device_a.data, rows, device_b, device_c.data);
-    c.download(host_c.data, stream.get(), "the cuBLAS baseline's C");
-    cuda_check(cudaStreamSynchronize(stream.get()), "the checked cuBLAS GEMM");
-    out.check = check_gemm(host_c, b.references->front());
+    c_.upload(host_c.data, stream_.get(), "the poisoned C");
+    run();
+    c_.download(host_c.data, stream_.get(), "the cuBLAS baseline's C");
+    cuda_check(cudaStreamSynchronize(stream_.get()), "the checked cuBLAS GEMM");
+    return check_gemm(host_c, b_.references->front());
   }
 
-  const int total = b.args.warmup + b.args.iters;
-  std::vector<Event> begin(static_cast<std::size_t>(total));
-  std::vector<Event> end(static_cast<std::size_t>(total));
-  b.progress.set(label + std::to_string(total) + " GEMMs");
-  for (std::size_t i = 0; i < begin.size(); ++i) {
-    begin[i].record(stream.get());
-    gemm.run(stream.get(), device_a.data, rows, device_b, device_c.data);
-    end[i].record(stream.get());
+  // `count` GEMMs back to back; the time of each.
+  std::vector<double> time(int count) {
+    std::vector<Event> begin(static_cast<std::size_t>(count));
+    std::vector<Event> end(static_cast<std::size_t>(count));
+    for (std::size_t i = 0; i < begin.size(); ++i) {
+      begin[i].record(stream_.get());
+      run();
+      end[i].record(stream_.get());
+    }
+    cuda_check(cudaStreamSynchronize(stream_.get()), "the timed cuBLAS GEMMs");
+    std::vector<double> ms;
+    for (std::size_t i = 0; i < begin.size(); ++i) ms.push_back(end[i].ms_since(begin[i]));
+    return ms;
   }
-  cuda_check(cudaStreamSynchronize(stream.get()), "the timed cuBLAS GEMMs");
-  for (std::size_t i = static_cast<std::size_t>(b.args.warmup); i < begin.size(); ++i) {
-    out.iteration_ms.push_back(end[i].ms_since(begin[i]));
-  }
-  out.median_ms = median(out.iteration_ms);
-  return out;
-}
 
+ private:
+  void run() {
+    gemm_.run(stream_.get(), a_.data(), b_.args.m_global, device_b_, c_.data());
+  }
+
+  Bench& b_;
+  const TensorView device_b_;
+  Stream stream_;
+  DeviceBuffer a_;
+  DeviceBuffer c_;
+  cuda::CublasGemm gemm_;
+};
+
+// Every figure of a link is taken under the same clocks: the card slows
+// under sustained load (bench/NOTES.md, v7), so the algorithms and the cuBLAS
+// baseline are timed in rounds, one iteration of each per round, rather than
+// one after another. On a loopback group a round runs the GEMM W times, as
+// one iteration of an algorithm runs W ranks' calls.
 BenchLink measure_link(Bench& b, LinkChoice link) {
   BenchLink out;
   out.link = link;
@@ -156,9 +170,39 @@ BenchLink measure_link(Bench& b, LinkChoice link) {
   b.progress.set(label_of(link, "setup") + "copying the inputs to the device");
   backend->place(b.host);
   for (Algorithm algorithm : kAlgorithms) {
-    out.algorithms.push_back(measure_algorithm(b, *backend, link, algorithm));
+    out.algorithms.push_back(prepare_algorithm(b, *backend, link, algorithm));
   }
-  out.gemm = measure_gemm(b, *backend, link);
+  GemmBaseline gemm(b, *backend);
+  if (b.references) {
+    b.progress.set(label_of(link, "cublas") + "checked call, compared with the float64 reference");
+    out.gemm.check = gemm.check();
+  }
+  const int gemms_per_round = link == LinkChoice::nccl ? 1 : b.args.world_size;
+
+  for (BenchAlgorithm& row : out.algorithms) {
+    if (!row.available) continue;
+    timed_calls(*backend, options_for(b, row.algorithm), b.args.warmup, 0, b.progress,
+                label_of(link, to_string(row.algorithm)));
+  }
+  b.progress.set(label_of(link, "cublas") + "warmup");
+  gemm.time(b.args.warmup * gemms_per_round);
+
+  for (int round = 0; round < b.args.iters; ++round) {
+    const std::string of = "round " + std::to_string(round + 1) + "/" +
+                           std::to_string(b.args.iters) + " ";
+    for (BenchAlgorithm& row : out.algorithms) {
+      if (!row.available) continue;
+      const Timed timed = timed_calls(*backend, options_for(b, row.algorithm), 0, 1, b.progress,
+                                      label_of(link, to_string(row.algorithm)) + of);
+      row.timing.iteration_ms.push_back(timed.iteration_ms.front());
+    }
+    b.progress.set(label_of(link, "cublas") + of);
+    for (double ms : gemm.time(gemms_per_round)) out.gemm.iteration_ms.push_back(ms);
+  }
+  for (BenchAlgorithm& row : out.algorithms) {
+    if (row.available) row.timing.median_ms = median(row.timing.iteration_ms);
+  }
+  out.gemm.median_ms = median(out.gemm.iteration_ms);
   return out;
 }
 

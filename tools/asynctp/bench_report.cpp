@@ -63,12 +63,18 @@ std::string gemm_row(const BenchReport& r, const BenchLink& l) {
                 "cublas", t, r.tflops(t), "-", "-", "-", error.c_str(), status.c_str());
 }
 
-std::string link_footer(const BenchLink& l) {
+std::string link_footer(const BenchReport& r, const BenchLink& l) {
   const auto t_comm = l.t_comm_ms();
   std::string out =
       format("# %s: T_gemm %.3f ms, T_comm %s ms (= T_decomposed - T_gemm)", link_label(l).c_str(),
              l.gemm.median_ms, optional_number(t_comm, "%.3f").c_str());
   if (const auto ideal = l.ideal_ms()) out += format(", ideal max(T_comm, T_gemm) %.3f ms", *ideal);
+  if (l.link == LinkChoice::arrival && l.link_gbps > 0) {
+    // What the release times alone add up to: the last peer chunk's arrival.
+    const double peer_bytes = static_cast<double>(r.args.m_global - r.args.m_per_rank()) *
+                              static_cast<double>(r.args.k) * 2.0;
+    out += format("; modelled transfer %.3f ms", peer_bytes / (l.link_gbps * 1e9) * 1e3);
+  }
   if (t_comm && *t_comm <= 0)
     out += "; T_comm <= 0: the all-gather is lost in noise, no efficiency";
   return out + "\n";
@@ -224,11 +230,14 @@ std::string format_bench_table(const BenchReport& r) {
                 static_cast<unsigned long long>(a.seed), static_cast<unsigned long long>(a.seed));
   for (const BenchLink& l : r.links) out += "# link " + describe_link(l.link, l.link_gbps) + "\n";
   out +=
-      "# time: per rank, median over iterations of (event on rank 0's stream before its call ..\n"
-      "#   event on rank W-1's stream after its call) / W, device work held back until every\n"
-      "#   rank has enqueued (device time, not host enqueue); cublas: one GEMM of the whole\n"
-      "#   gathered problem (T_gemm). T_comm = T_decomposed - T_gemm (derived, not measured:\n"
-      "#   decomposed is the all-gather followed by the GEMM, no overlap)\n";
+      "# time: per rank, median over rounds; a round times one iteration of each algorithm,\n"
+      "#   then the cuBLAS GEMM (W times on a loopback link), so all run at the same clocks.\n"
+      "#   Loopback links: the mean of the ranks' own call spans (CUDA events where a rank's\n"
+      "#   work begins and where it is joined; ranks serialized; the arrival link places the\n"
+      "#   peer chunks before the span, its release times stand for the transfer); nccl: the\n"
+      "#   slowest rank's call. cublas: one GEMM of the whole gathered problem (T_gemm).\n"
+      "#   T_comm = T_decomposed - T_gemm (derived, not measured: decomposed is the all-gather\n"
+      "#   followed by the GEMM, no overlap)\n";
   out += "#\n";
   out += format("#%-7s %-11s %10s %9s %9s %8s %8s %9s   %s\n", "link", "algorithm", "time",
                 "TFLOP/s", "speedup", "overlap", "ideal", "max rel", "status");
@@ -239,7 +248,7 @@ std::string format_bench_table(const BenchReport& r) {
     out += gemm_row(r, l);
   }
   out += "#\n";
-  for (const BenchLink& l : r.links) out += link_footer(l);
+  for (const BenchLink& l : r.links) out += link_footer(r, l);
   out +=
       "# overlap eff. = (T_comm + T_gemm - T) / min(T_comm, T_gemm): 1 = perfect overlap, 0 = "
       "none\n";

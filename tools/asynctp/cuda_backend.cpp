@@ -1,6 +1,5 @@
 #include "cuda_backend.hpp"
 
-#include <atomic>
 #include <barrier>
 #include <cstdio>
 #include <exception>
@@ -9,7 +8,6 @@
 #include "asynctp/ops.hpp"
 #include "check.hpp"
 #include "cuda/resources.hpp"
-#include "cuda/stream_memops.hpp"
 #include "cuda_entry.hpp"
 
 namespace asynctp::tool {
@@ -83,10 +81,11 @@ std::string CudaBackend::description() const {
 }
 
 std::string CudaBackend::timing_rule() const {
-  return "the per-rank time: (cudaEvent on rank 0's stream just before its call .. cudaEvent on "
-         "rank W-1's stream just after its call) / W; ranks are serialized, so each call runs "
-         "as if its rank had the GPU alone, and (after the first call) the device work starts "
-         "once every rank has enqueued";
+  return "the per-rank time: the mean over ranks of each rank's own call span (CUDA events on "
+         "its stream where its work begins and where it is joined, LoopbackGroup::last_call_ms); "
+         "ranks are serialized, so each call runs as if its rank had the GPU alone; the arrival "
+         "link's set-up (placing the peer chunks) is outside the span, its release times model "
+         "the transfer";
 }
 
 void CudaBackend::place(std::vector<RankData>& host) {
@@ -126,65 +125,43 @@ void CudaBackend::fetch_outputs() {
   });
 }
 
-// With serialized ranks, rank W-1's work of a call starts only after rank
-// W-2's, ..., after rank 0's: the span from rank 0's first event to rank
-// W-1's last covers the W calls one after another. A barrier between
-// iterations keeps rank 0's next event from being recorded while another
-// rank's previous call still runs.
+// Each rank's own call span (LoopbackGroup::last_call_ms): with serialized
+// ranks each call runs as if its rank had the GPU alone, so the spans are what
+// W ranks on W GPUs would each take, without the gaps between one virtual
+// rank's call and the next that a real rank never waits through. A barrier
+// between iterations keeps a rank from starting iteration i+1 while rank 0
+// still reports iteration i.
 std::vector<double> CudaBackend::time_calls(int total, const CallFn& call, const BeforeFn& before) {
   const int world = world_size();
   const auto iterations = static_cast<std::size_t>(total);
-  std::vector<Event> begin(iterations);
-  std::vector<Event> end(iterations);
+  // spans[i][r]: rank r's call of iteration i.
+  std::vector<std::vector<double>> spans(iterations, std::vector<double>(world, 0.0));
+  const auto mean_span = [&](std::size_t i) {
+    double sum = 0;
+    for (double ms : spans[i]) sum += ms;
+    return sum / world;
+  };
   std::barrier<> iteration_start(world);
-  std::barrier<> all_enqueued(world);
-  // The start gate: rank 0's stream holds back the iteration's device work
-  // until every rank has enqueued its call, so the time is the device's, not
-  // the host's turn-by-turn enqueue of W virtual ranks (real ranks enqueue in
-  // parallel, one process each). Not on the first iteration: a first call may
-  // allocate, and cudaFree waits for the device, which would wait for the gate.
-  cuda::MappedWords gate(1, "cudaHostAlloc(start gate word)");
   group_.run([&](Comm& comm) {
     const int r = comm.rank();
-    const cudaStream_t s = static_cast<cudaStream_t>(stream(r));
-    int i = 0;
     try {
-      for (; i < total; ++i) {
+      for (int i = 0; i < total; ++i) {
         iteration_start.arrive_and_wait();
         const auto at = static_cast<std::size_t>(i);
-        const bool gated = i > 0;
-        if (r == 0) {
-          // Iteration i-1 is finished on every rank (each synchronized
-          // before arriving), so its events are complete.
-          before(i, i > 0 ? std::optional<double>(end[at - 1].ms_since(begin[at - 1]) / world)
-                          : std::nullopt);
-          if (gated) cuda::wait_value32_equal(s, gate.device(), static_cast<std::uint32_t>(i));
-          begin[at].record(s);
-        }
+        if (r == 0) before(i, i > 0 ? std::optional<double>(mean_span(at - 1)) : std::nullopt);
         call(comm, i);
-        if (r == world - 1) end[at].record(s);
-        all_enqueued.arrive_and_wait();
-        if (r == 0 && gated) {
-          std::atomic_ref<std::uint32_t>(*gate.host())
-              .store(static_cast<std::uint32_t>(i), std::memory_order_release);
-        }
         synchronize(comm);
-        // synchronize covers the call's work; the event after it is waited
-        // for too, so rank 0 may read it once past the next barrier.
-        if (r == world - 1) end[at].wait();
+        spans[at][static_cast<std::size_t>(r)] = group_.last_call_ms(r);
       }
     } catch (...) {
-      // A failing rank must not leave the others waiting at a barrier; their
-      // next collective call then fails within the wait timeout. The gate
-      // opens, so that rank 0's stream does not wait on it forever.
-      std::atomic_ref<std::uint32_t>(*gate.host()).store(static_cast<std::uint32_t>(i));
+      // A failing rank must not leave the others waiting at the barrier;
+      // their next collective call then fails within the wait timeout.
       iteration_start.arrive_and_drop();
-      all_enqueued.arrive_and_drop();
       throw;
     }
   });
   std::vector<double> ms(iterations);
-  for (std::size_t i = 0; i < iterations; ++i) ms[i] = end[i].ms_since(begin[i]) / world;
+  for (std::size_t i = 0; i < iterations; ++i) ms[i] = mean_span(i);
   return ms;
 }
 

@@ -39,16 +39,17 @@ const InstanceInfo* find_instance(const NativeGemmConfig& c, bool b_col_major) {
 }
 
 // The configs offered to the planner: a kernel shape and a tile-order
-// swizzle. `efficiency` is the per-tile efficiency relative to ping-pong
-// 128x128, measured on the H200 (bench/NOTES.md, "native kernel");
-// choose_native_gemm_config multiplies it with the wave efficiency, and ties
-// go to the earlier entry (256x160 won the measured ties, e.g. N = 1280).
+// swizzle. `efficiency` is the per-tile efficiency relative to cooperative
+// 128x256, measured on the H200; choose_native_gemm_config multiplies it with
+// the wave efficiency, and ties go to the earlier entry.
 // `max_m` (0: any) limits where the chooser offers a config (total M =
 // world_size * m_per_chunk); it can still be launched by name anywhere.
-//   coop 256x160 2x1: N = 1280-like shapes (8 tiles of 160), m granularity 512
-//   coop 128x256 2x1 (= PyTorch's _async_input_mm config): M <= 4096, where it
-//     ties ping-pong on waves and measured faster (run 2, run 4), m gran. 256
-//   ping-pong 128x128 2x1: everything else, m granularity 256
+//   coop 256x160 2x1: N = 1280/7168-like shapes (8 tiles of 160), m gran. 512;
+//     won the measured ties (bench/NOTES.md, "native kernel")
+//   coop 128x256 2x1 (= PyTorch's _async_input_mm config), m granularity 256
+//   ping-pong 128x128 2x1, m granularity 256: equal to coop 128x256 in short
+//     bursts but 2-9 % slower in sustained W = 8 loopback runs at N = 8192
+//     (bench/NOTES.md v8), hence 0.95
 //   ping-pong 128x128 1x2: m_per_chunk a multiple of 128 only
 struct ConfigSpec {
   KernelSchedule schedule;
@@ -58,9 +59,9 @@ struct ConfigSpec {
 };
 constexpr ConfigSpec kConfigSpecs[] = {
     {KernelSchedule::kCooperative, 256, 160, 64, 2, 1, 2, 1.00, 0},
-    {KernelSchedule::kCooperative, 128, 256, 64, 2, 1, 1, 1.00, 4096},
-    {KernelSchedule::kPingpong, 128, 128, 64, 2, 1, 1, 1.00, 0},
-    {KernelSchedule::kPingpong, 128, 128, 64, 1, 2, 4, 0.97, 0},
+    {KernelSchedule::kCooperative, 128, 256, 64, 2, 1, 1, 1.00, 0},
+    {KernelSchedule::kPingpong, 128, 128, 64, 2, 1, 1, 0.95, 0},
+    {KernelSchedule::kPingpong, 128, 128, 64, 1, 2, 4, 0.92, 0},
 };
 
 const ConfigSpec* find_spec(const NativeGemmConfig& c) {
