@@ -18,12 +18,13 @@
 
 #include "async_input_gemm.hpp"
 #include "cuda/cuda_check.hpp"
-#include "cuda/resources.hpp"
-#include "cuda/stream_memops.hpp"
+#include "gpu/resources.hpp"
+#include "gpu/stream_memops.hpp"
 
 namespace {
 
 using namespace asynctp::cuda;
+using namespace asynctp::gpu;
 
 constexpr int kOps = 64;  // memory operations per timed batch
 constexpr int kReps = 15;

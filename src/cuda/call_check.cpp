@@ -6,8 +6,8 @@
 #include "asynctp/error.hpp"
 #include "core/schedule.hpp"
 #include "core/validate.hpp"
-#include "cuda/call_spec.hpp"
 #include "cuda/cuda_check.hpp"
+#include "gpu/call_spec.hpp"
 
 namespace asynctp::cuda {
 namespace {
@@ -105,7 +105,7 @@ CheckedCall check_call(const CallSite& site, const TensorView& a_shard, const Te
   const std::size_t chunk_bytes =
       static_cast<std::size_t>(out.problem.m * out.problem.k) * element_size(out.problem.dtype);
   out.pieces =
-      signal_pieces(out.problem.m, chunk_bytes, out.config ? out.config->m_granularity : 1);
+      gpu::signal_pieces(out.problem.m, chunk_bytes, out.config ? out.config->m_granularity : 1);
   if (out.config) {
     out.plan.reason += std::string(" (kernel ") + out.config->name + ", " +
                        std::to_string(out.pieces) + " signal" + (out.pieces > 1 ? "s" : "") +

@@ -15,7 +15,8 @@
 #include "core/validate.hpp"
 #include "cuda/call_check.hpp"
 #include "cuda/cuda_check.hpp"
-#include "cuda/enqueue_call.hpp"
+#include "cuda/gemm_paths.hpp"
+#include "gpu/enqueue_call.hpp"
 
 namespace asynctp::cuda {
 
@@ -45,14 +46,13 @@ RunInfo CudaComm::plan_fused_all_gather_matmul(const TensorView& a_shard, const 
   return to_run_info(check_call(a_shard, b, c_out, a_gathered_out, options).plan);
 }
 
-CallSpec CudaComm::make_spec(const CheckedCall& checked, const TensorView& b,
-                             const TensorView& c_out, const TensorView* a_gathered_out,
-                             const Options& options) {
-  CallSpec spec;
+gpu::CallSpec CudaComm::make_spec(const CheckedCall& checked, const TensorView& b,
+                                  const TensorView& c_out, const TensorView* a_gathered_out,
+                                  const Options& options) {
+  gpu::CallSpec spec;
   spec.problem = checked.problem;
   spec.plan = checked.plan;
-  spec.config = checked.config;
-  spec.link = group_.config.link;
+  spec.link = group_.config.link == Link::arrival ? gpu::Link::arrival : gpu::Link::pcie;
   spec.link_gbps = group_.config.link_gbps;
   for (const core::CallRecord& record : group_.records) spec.shards.push_back(record.shard.data);
   spec.b = b;
@@ -72,10 +72,9 @@ CallSpec CudaComm::make_spec(const CheckedCall& checked, const TensorView& b,
   if (checked.capturing) {
     // Allocation and thread creation cannot happen inside a capture.
     const bool gathered_ready = a_gathered_out || res_.gathered.size() >= gathered_bytes;
-    const bool link_ready = spec.link == Link::pcie ? true : res_.clock != nullptr;
+    const bool link_ready = spec.link == gpu::Link::pcie ? true : res_.clock != nullptr;
     const bool gemm_ready = spec.plan.algorithm == Algorithm::native ||
-                            (res_.gemm[0].ready() &&
-                             (spec.plan.algorithm != Algorithm::pipelined || res_.gemm[1].ready()));
+                            cublas_.ready(spec.plan.algorithm == Algorithm::pipelined);
     if (!gathered_ready || !link_ready || !gemm_ready) {
       fail_argument(
           "options.stream",
@@ -135,7 +134,7 @@ RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
     if (turn == rank_) {
       try {
         mine_events.reads_done_recorded = false;
-        CallSpec spec = make_spec(checked, b, c_out, a_gathered_out, options);
+        gpu::CallSpec spec = make_spec(checked, b, c_out, a_gathered_out, options);
         if (group_.config.serialize_ranks && group_.chain_recorded) {
           check_cuda(cudaStreamWaitEvent(stream, group_.chain.get(), 0),
                      "cudaStreamWaitEvent(previous rank's call)");
@@ -149,7 +148,8 @@ RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
             }
           }
         }
-        enqueue_call(spec, res_);
+        CudaGemmPaths gemm(checked.config, cublas_);
+        gpu::enqueue_call(spec, res_, gemm);
         if (!checked.capturing) {
           timed_call_enqueued_ = true;
           timed_call_done_ = false;

@@ -5,9 +5,10 @@
 
 #include "asynctp/comm.hpp"
 #include "cuda/call_check.hpp"
-#include "cuda/call_spec.hpp"
+#include "cuda/gemm_paths.hpp"
 #include "cuda/loopback_state.hpp"
-#include "cuda/rank_resources.hpp"
+#include "gpu/call_spec.hpp"
+#include "gpu/rank_resources.hpp"
 
 namespace asynctp::cuda {
 
@@ -34,12 +35,13 @@ class CudaComm final : public Comm {
  private:
   CheckedCall check_call(const TensorView& a_shard, const TensorView& b, const TensorView& c_out,
                          const TensorView* a_gathered_out, const Options& options) const;
-  CallSpec make_spec(const CheckedCall& checked, const TensorView& b, const TensorView& c_out,
-                     const TensorView* a_gathered_out, const Options& options);
+  gpu::CallSpec make_spec(const CheckedCall& checked, const TensorView& b, const TensorView& c_out,
+                          const TensorView* a_gathered_out, const Options& options);
 
   LoopbackState& group_;
   const int rank_;
-  RankResources res_;
+  gpu::RankResources res_;
+  CublasLanes cublas_;
   std::uint32_t epoch_ = 0;
   // The last call not yet synchronized, for synchronize()'s bound and message.
   bool pending_ = false;

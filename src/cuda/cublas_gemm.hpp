@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "asynctp/tensor.hpp"
-#include "cuda/resources.hpp"
+#include "gpu/resources.hpp"
 
 namespace asynctp::cuda {
 
@@ -29,7 +29,7 @@ class CublasGemm {
 
  private:
   cublasHandle_t handle_ = nullptr;
-  DeviceMemory workspace_;
+  gpu::DeviceMemory workspace_;
 };
 
 }  // namespace asynctp::cuda

@@ -4,6 +4,7 @@
 
 #include "asynctp/error.hpp"
 #include "cuda/cuda_check.hpp"
+#include "gpu/call_spec.hpp"
 
 namespace asynctp::cuda {
 namespace {
@@ -16,7 +17,7 @@ void record(cudaEvent_t event, cudaStream_t stream, const char* what) {
   check_cuda(cudaEventRecord(event, stream), what);
 }
 
-void* c_rows(const CallSpec& call, int chunk) {
+void* c_rows(const gpu::CallSpec& call, int chunk) {
   const std::size_t row_bytes =
       static_cast<std::size_t>(call.problem.n) * element_size(call.problem.dtype);
   return static_cast<char*>(call.c_out.data) +
@@ -25,7 +26,8 @@ void* c_rows(const CallSpec& call, int chunk) {
 
 }  // namespace
 
-void launch_native(const CallSpec& call, RankResources& res, const std::uint32_t* flags) {
+void CudaGemmPaths::launch_native(const gpu::CallSpec& call, gpu::RankResources& res,
+                                  const std::uint32_t* flags) {
   native::NativeGemmArgs args;
   args.a = call.gathered;
   args.b = call.b.data;
@@ -44,14 +46,17 @@ void launch_native(const CallSpec& call, RankResources& res, const std::uint32_t
   args.error_words = static_cast<std::uint32_t*>(res.error_words.get());
   args.max_sms = 0;  // the whole device: nothing the grid waits on needs an SM
   std::string why;
-  if (!native::can_implement(*call.config, args, &why)) {
-    throw Error(ErrorCode::unsupported, std::string("native kernel ") + call.config->name +
-                                            " cannot run this call: " + why);
+  if (config_ == nullptr) {
+    throw Error(ErrorCode::backend, "native GEMM launch without a kernel config (planner bug)");
   }
-  check_cuda(native::launch(*call.config, args, nullptr, res.compute.get()), "native GEMM launch");
+  if (!native::can_implement(*config_, args, &why)) {
+    throw Error(ErrorCode::unsupported,
+                std::string("native kernel ") + config_->name + " cannot run this call: " + why);
+  }
+  check_cuda(native::launch(*config_, args, nullptr, res.compute.get()), "native GEMM launch");
 }
 
-void enqueue_pipelined(const CallSpec& call, RankResources& res) {
+void CudaGemmPaths::enqueue_pipelined(const gpu::CallSpec& call, gpu::RankResources& res) {
   const cudaStream_t lanes[2] = {res.compute.get(), res.lane2.get()};
   const int world = call.problem.world_size;
   // Forked here only: a captured stream that is forked must be joined back.
@@ -63,19 +68,19 @@ void enqueue_pipelined(const CallSpec& call, RankResources& res) {
       wait(lanes[lane], res.arrived[static_cast<std::size_t>(c)]->get(),
            "cudaStreamWaitEvent(chunk arrived)");
     }
-    res.gemm[lane].run(lanes[lane], call.gathered_chunk(c), call.problem.m, call.b,
-                       c_rows(call, c));
+    cublas_.lane[lane].run(lanes[lane], call.gathered_chunk(c), call.problem.m, call.b,
+                           c_rows(call, c));
   }
   record(res.lane2_done.get(), res.lane2.get(), "cudaEventRecord(lane 2 done)");
   wait(res.compute.get(), res.lane2_done.get(), "cudaStreamWaitEvent(lane 2 done)");
 }
 
-void enqueue_decomposed(const CallSpec& call, RankResources& res) {
+void CudaGemmPaths::enqueue_decomposed(const gpu::CallSpec& call, gpu::RankResources& res) {
   const cudaStream_t s = res.compute.get();
   for (int c : call.arrival_order) {
     wait(s, res.arrived[static_cast<std::size_t>(c)]->get(), "cudaStreamWaitEvent(chunk arrived)");
   }
-  res.gemm[0].run(s, call.gathered, call.problem.gathered_rows(), call.b, call.c_out.data);
+  cublas_.lane[0].run(s, call.gathered, call.problem.gathered_rows(), call.b, call.c_out.data);
 }
 
 }  // namespace asynctp::cuda

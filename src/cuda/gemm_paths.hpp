@@ -1,27 +1,37 @@
-// The consumer half of a call, the same for every transport: the GEMM that
-// reads the gathered buffer as chunks arrive. Each enqueues on res.compute
-// (pipelined also on res.lane2, joined back into res.compute), after the
-// transport has forked res.compute from the caller's stream.
+// The CUDA backend's GEMM paths (gpu/gemm_paths.hpp): the chunk-gated CUTLASS
+// kernel for native and cuBLAS for pipelined and decomposed. Made per call
+// from the planner's kernel config and the communicator's two cuBLAS lanes.
 #pragma once
 
 #include <cstdint>
 
-#include "cuda/call_spec.hpp"
-#include "cuda/rank_resources.hpp"
+#include "async_input_gemm.hpp"
+#include "cuda/cublas_gemm.hpp"
+#include "gpu/gemm_paths.hpp"
 
 namespace asynctp::cuda {
 
-// The native kernel: one persistent grid that waits on `flags` (one per
-// signal piece, set to call.epoch when the piece is in the gathered buffer).
-void launch_native(const CallSpec& call, RankResources& res, const std::uint32_t* flags);
+// A communicator's cuBLAS handles, one per pipelined lane (lane 0 also runs
+// decomposed). Made on first use; a graph capture needs them made already.
+struct CublasLanes {
+  CublasGemm lane[2];
+  bool ready(bool both) const { return lane[0].ready() && (!both || lane[1].ready()); }
+};
 
-// Per-chunk cuBLAS GEMMs in schedule order (pivot first), alternating two
-// lanes so that one chunk's GEMM overlaps the next chunk's wait; chunk c
-// waits on res.arrived[c].
-void enqueue_pipelined(const CallSpec& call, RankResources& res);
+class CudaGemmPaths final : public gpu::GemmPaths {
+ public:
+  // `config`: the native kernel the planner chose (nullptr unless native).
+  CudaGemmPaths(const native::NativeGemmConfig* config, CublasLanes& cublas)
+      : config_(config), cublas_(cublas) {}
 
-// One cuBLAS GEMM of the whole gathered buffer once every peer chunk's
-// res.arrived event has completed.
-void enqueue_decomposed(const CallSpec& call, RankResources& res);
+  void launch_native(const gpu::CallSpec& call, gpu::RankResources& res,
+                     const std::uint32_t* flags) override;
+  void enqueue_pipelined(const gpu::CallSpec& call, gpu::RankResources& res) override;
+  void enqueue_decomposed(const gpu::CallSpec& call, gpu::RankResources& res) override;
+
+ private:
+  const native::NativeGemmConfig* config_;
+  CublasLanes& cublas_;
+};
 
 }  // namespace asynctp::cuda

@@ -10,7 +10,7 @@
 #include "core/agreement.hpp"
 #include "core/bounded_barrier.hpp"
 #include "cuda/backend_caps.hpp"
-#include "cuda/resources.hpp"
+#include "gpu/resources.hpp"
 
 namespace asynctp::cuda {
 
@@ -18,10 +18,10 @@ struct RankEvents {
   RankEvents() : shard_ready("event create"), reads_done("event create") {}
   // Recorded on the caller's stream when the call is made: the shard's
   // writers (the caller's earlier work) are done once it completes.
-  Event shard_ready;
+  gpu::Event shard_ready;
   bool shard_ready_recorded = false;
   // Recorded after this rank's last read of any peer's shard.
-  Event reads_done;
+  gpu::Event reads_done;
   bool reads_done_recorded = false;
 };
 
@@ -41,7 +41,7 @@ struct LoopbackState {
   std::vector<core::CallRecord> records;
   std::vector<std::unique_ptr<RankEvents>> events;
   // serialize_ranks: the end of the last rank's call enqueued so far.
-  Event chain;
+  gpu::Event chain;
   bool chain_recorded = false;
 };
 

@@ -1,4 +1,5 @@
-#include "cuda/stream_memops.hpp"
+// The CUDA implementation of gpu/stream_memops.hpp.
+#include "gpu/stream_memops.hpp"
 
 // <cuda.h> for the driver's types and flag values only; no libcuda symbol is
 // referenced.
@@ -8,9 +9,8 @@
 #include <string>
 
 #include "asynctp/error.hpp"
-#include "cuda/cuda_check.hpp"
 
-namespace asynctp::cuda {
+namespace asynctp::gpu {
 namespace {
 
 using WriteValue32 = CUresult(CUDAAPI*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
@@ -70,4 +70,4 @@ void wait_value32_equal(cudaStream_t stream, const std::uint32_t* device_address
                "cuStreamWaitValue32");
 }
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::gpu

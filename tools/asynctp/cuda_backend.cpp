@@ -7,8 +7,8 @@
 #include "asynctp/error.hpp"
 #include "asynctp/ops.hpp"
 #include "check.hpp"
-#include "cuda/resources.hpp"
 #include "cuda_entry.hpp"
+#include "gpu/resources.hpp"
 
 namespace asynctp::tool {
 namespace {

@@ -11,7 +11,7 @@
 #include "asynctp/ops.hpp"
 #include "bootstrap/launch_env.hpp"
 #include "check.hpp"
-#include "cuda/stream_memops.hpp"
+#include "gpu/stream_memops.hpp"
 #include "nccl_entry.hpp"
 
 namespace asynctp::tool {
@@ -136,7 +136,7 @@ std::vector<double> NcclBackend::time_calls(int total, const CallFn& call, const
           }
           before(i, last);
         }
-        if (gated) cuda::wait_value32_equal(s, gate.get(), static_cast<std::uint32_t>(i));
+        if (gated) gpu::wait_value32_equal(s, gate.get(), static_cast<std::uint32_t>(i));
         begin[at].record(s);
         call(comm, i);
         end[at].record(s);

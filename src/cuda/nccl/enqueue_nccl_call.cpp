@@ -1,16 +1,15 @@
 #include "cuda/nccl/enqueue_nccl_call.hpp"
 
 #include "cuda/cuda_check.hpp"
-#include "cuda/gemm_paths.hpp"
 #include "cuda/nccl/nccl_check.hpp"
-#include "cuda/stream_memops.hpp"
+#include "gpu/stream_memops.hpp"
 
 namespace asynctp::nccl {
 namespace {
 
 using cuda::check_cuda;
 
-std::uint32_t* flag(const cuda::RankResources& res, int piece) {
+std::uint32_t* flag(const gpu::RankResources& res, int piece) {
   return static_cast<std::uint32_t*>(res.flags.get()) + piece;
 }
 
@@ -38,8 +37,8 @@ void barrier(const NcclCallContext& context, cudaStream_t stream) {
   check_cuda(enqueue_barrier(context.barrier, stream), "cross-rank barrier kernel launch");
 }
 
-void pull_peer_chunks(const cuda::CallSpec& call, const NcclCallContext& context,
-                      cuda::RankResources& res) {
+void pull_peer_chunks(const gpu::CallSpec& call, const NcclCallContext& context,
+                      gpu::RankResources& res) {
   const cudaStream_t s = res.copy_in.get();
   const std::size_t bytes = call.piece_bytes();
   for (int c : call.arrival_order) {
@@ -56,7 +55,7 @@ void pull_peer_chunks(const cuda::CallSpec& call, const NcclCallContext& context
       check_cuda(cudaMemcpyAsync(static_cast<char*>(call.gathered_chunk(c)) + offset,
                                  source + offset, bytes, cudaMemcpyDefault, s),
                  "cudaMemcpyAsync(peer workspace chunk piece to gathered)");
-      cuda::write_value32(s, flag(res, c * call.pieces + j), call.epoch);
+      gpu::write_value32(s, flag(res, c * call.pieces + j), call.epoch);
     }
     record(res.arrived[static_cast<std::size_t>(c)]->get(), s, "cudaEventRecord(arrived)");
   }
@@ -64,8 +63,8 @@ void pull_peer_chunks(const cuda::CallSpec& call, const NcclCallContext& context
 
 }  // namespace
 
-void enqueue_nccl_call(const cuda::CallSpec& call, const NcclCallContext& context,
-                       cuda::RankResources& res) {
+void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context,
+                       gpu::RankResources& res) {
   const cudaStream_t s = call.stream;
   const int world = call.problem.world_size;
   const int rank = call.problem.rank;
@@ -82,7 +81,8 @@ void enqueue_nccl_call(const cuda::CallSpec& call, const NcclCallContext& contex
                              static_cast<std::size_t>(call.problem.m * call.problem.k),
                              nccl_type(call.problem.dtype), context.comm, s),
                "ncclAllGather(A shards)", context.comm);
-    res.gemm[0].run(s, call.gathered, call.problem.gathered_rows(), call.b, call.c_out.data);
+    context.cublas->lane[0].run(s, call.gathered, call.problem.gathered_rows(), call.b,
+                                call.c_out.data);
   } else {
     check_cuda(
         cudaMemsetAsync(res.flags.get(), 0,
@@ -92,7 +92,7 @@ void enqueue_nccl_call(const cuda::CallSpec& call, const NcclCallContext& contex
                                cudaMemcpyDeviceToDevice, s),
                "cudaMemcpyAsync(local shard to workspace)");
     for (int j = 0; j < call.pieces; ++j) {
-      cuda::write_value32(s, flag(res, rank * call.pieces + j), call.epoch);
+      gpu::write_value32(s, flag(res, rank * call.pieces + j), call.epoch);
     }
     barrier(context, s);  // every rank's own chunk is in its workspace
 
@@ -102,9 +102,9 @@ void enqueue_nccl_call(const cuda::CallSpec& call, const NcclCallContext& contex
     pull_peer_chunks(call, context, res);  // the producer first, then the GEMM
     record(res.copy_in_done.get(), res.copy_in.get(), "cudaEventRecord(copy in done)");
     if (call.plan.algorithm == Algorithm::native) {
-      cuda::launch_native(call, res, static_cast<const std::uint32_t*>(res.flags.get()));
+      context.gemm->launch_native(call, res, static_cast<const std::uint32_t*>(res.flags.get()));
     } else {
-      cuda::enqueue_pipelined(call, res);
+      context.gemm->enqueue_pipelined(call, res);
     }
     record(res.compute_done.get(), res.compute.get(), "cudaEventRecord(compute done)");
     wait(s, res.copy_in_done.get(), "cudaStreamWaitEvent(copy in done)");

@@ -24,10 +24,11 @@
 
 #include <nccl.h>
 
-#include "cuda/call_spec.hpp"
+#include "cuda/gemm_paths.hpp"
 #include "cuda/nccl/device_kernels.hpp"
 #include "cuda/nccl/symmetric_workspace.hpp"
-#include "cuda/rank_resources.hpp"
+#include "gpu/call_spec.hpp"
+#include "gpu/rank_resources.hpp"
 
 namespace asynctp::nccl {
 
@@ -36,10 +37,12 @@ struct NcclCallContext {
   SymmetricWorkspace* workspace = nullptr;
   BarrierArgs barrier;  // everything but the stream
   const void* a_shard = nullptr;
-  void* a_gathered_out = nullptr;  // optional
+  void* a_gathered_out = nullptr;       // optional
+  cuda::CudaGemmPaths* gemm = nullptr;  // native and pipelined
+  cuda::CublasLanes* cublas = nullptr;  // decomposed: lane 0, on the caller's stream
 };
 
-void enqueue_nccl_call(const cuda::CallSpec& call, const NcclCallContext& context,
-                       cuda::RankResources& res);
+void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context,
+                       gpu::RankResources& res);
 
 }  // namespace asynctp::nccl

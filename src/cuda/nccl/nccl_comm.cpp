@@ -224,10 +224,9 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
   if (local_error) std::rethrow_exception(local_error);
 
   // 3. Resources (collective growth: every rank agreed on the same sizes).
-  cuda::CallSpec spec;
+  gpu::CallSpec spec;
   spec.problem = checked.problem;
   spec.plan = checked.plan;
-  spec.config = checked.config;
   spec.b = b;
   spec.c_out = c_out;
   spec.stream = static_cast<cudaStream_t>(options.stream);
@@ -254,7 +253,7 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
       }
       spec.gathered = res_.gathered.ensure(gathered_bytes, "cudaMalloc(gathered A)");
     }
-    if (checked.capturing && !res_.gemm[0].ready()) {
+    if (checked.capturing && !cublas_.ready(false)) {
       cuda::fail_argument("options.stream",
                           "is capturing a CUDA graph, but cuBLAS is not set up yet on this "
                           "rank; make the same call once uncaptured first");
@@ -276,8 +275,7 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
       workspace_generation_seen_ = workspace_.generation();
     }
     spec.gathered = workspace_.gathered();
-    if (spec.plan.algorithm == Algorithm::pipelined && checked.capturing &&
-        !(res_.gemm[0].ready() && res_.gemm[1].ready())) {
+    if (spec.plan.algorithm == Algorithm::pipelined && checked.capturing && !cublas_.ready(true)) {
       cuda::fail_argument("options.stream",
                           "is capturing a CUDA graph, but cuBLAS is not set up yet on this "
                           "rank; make the same call once uncaptured first");
@@ -302,6 +300,9 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
   // a chunk (one wait timeout): wait longer than that, so only a rank that
   // never comes is reported here.
   context.barrier.timeout_ns = static_cast<std::uint64_t>(2 * spec.timeout_ms + 1000) * 1'000'000u;
+  cuda::CudaGemmPaths gemm(checked.config, cublas_);
+  context.gemm = &gemm;
+  context.cublas = &cublas_;
 
   // 4. Enqueue. A failure here leaves the ranks' device work out of step.
   try {

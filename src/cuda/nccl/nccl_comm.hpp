@@ -15,9 +15,10 @@
 #include "core/agreement.hpp"
 #include "cuda/backend_caps.hpp"
 #include "cuda/call_check.hpp"
+#include "cuda/gemm_paths.hpp"
 #include "cuda/nccl/symmetric_workspace.hpp"
-#include "cuda/rank_resources.hpp"
-#include "cuda/resources.hpp"
+#include "gpu/rank_resources.hpp"
+#include "gpu/resources.hpp"
 
 namespace asynctp::nccl {
 
@@ -62,11 +63,12 @@ class NcclComm final : public Comm {
   int rank_ = 0, world_ = 1;
   cuda::DeviceInfo device_;
   std::string no_peer_access_;
-  cuda::RankResources res_;
+  gpu::RankResources res_;
+  cuda::CublasLanes cublas_;
   SymmetricWorkspace workspace_;
-  cuda::DeviceMemory barrier_state_;  // [0] generation, [1..3] error words
-  cuda::DeviceMemory wire_;           // agreement records: mine, then all ranks'
-  cuda::Event agreed_{"event create"};
+  gpu::DeviceMemory barrier_state_;  // [0] generation, [1..3] error words
+  gpu::DeviceMemory wire_;           // agreement records: mine, then all ranks'
+  gpu::Event agreed_{"event create"};
   std::set<std::string> agreed_calls_;  // encoded records already agreed on
   int workspace_generation_seen_ = 0;
   std::uint32_t epoch_ = 0;

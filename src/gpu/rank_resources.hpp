@@ -1,22 +1,23 @@
 // A virtual rank's own device resources, made once and reused by every call:
 // side streams, per-chunk events, signal flags, error words, the gathered
-// workspace, the pinned bounce buffer of the PCIe link, cuBLAS handles and
-// the arrival clock (made on first use).
+// workspace, the pinned bounce buffer of the PCIe link and
+// the arrival clock (made on first use). The GEMM's own state (cuBLAS
+// handles, ...) is the communicator's, lent to each call through the
+// runtime's GemmPaths (gpu/gemm_paths.hpp).
 #pragma once
 
 #include <memory>
 #include <vector>
 
-#include "cuda/arrival_clock.hpp"
-#include "cuda/cublas_gemm.hpp"
-#include "cuda/resources.hpp"
+#include "gpu/arrival_clock.hpp"
+#include "gpu/resources.hpp"
 
-namespace asynctp::cuda {
+namespace asynctp::gpu {
 
 struct RankResources {
   explicit RankResources(int world_size);
 
-  // Made in this order, one after another: CUDA hands streams to hardware
+  // Made in this order, one after another: the runtime hands streams to hardware
   // queues round-robin, so with 4 or more queues (the default is 8) the GEMM
   // never sits in the queue of the producer stream whose waits it would then
   // be stuck behind. (Sharing would stay correct, the producer being
@@ -38,8 +39,7 @@ struct RankResources {
   DeviceMemory error_words;  // 3 words the native kernel's gate fills on a timeout
   DeviceMemory gathered;     // used when the caller wants no gathered A back
   PinnedMemory bounce;
-  CublasGemm gemm[2];
   std::unique_ptr<ArrivalClock> clock;
 };
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::gpu

@@ -1,14 +1,16 @@
-// The producer side of the loopback transports (asynctp/cuda.hpp, Link).
+// The producer side of the loopback transports (asynctp/cuda.hpp, Link), for
+// either runtime.
 // Both move or release the peers' chunks without an SM, so a full persistent
 // grid can wait on them: copies to and from pinned host memory run on copy
-// engines, and signals are stream memory operations. Each piece ends with its
+// engines, and signals are stream memory operations (on HIP the grid leaves
+// room for those that run as kernels, src/hip/deadlock_rules.hpp). Each piece ends with its
 // flag set to the call's epoch, and each chunk with res.arrived[c] recorded.
 #pragma once
 
-#include "cuda/call_spec.hpp"
-#include "cuda/rank_resources.hpp"
+#include "gpu/call_spec.hpp"
+#include "gpu/rank_resources.hpp"
 
-namespace asynctp::cuda {
+namespace asynctp::gpu {
 
 // Link::pcie: per chunk, device -> pinned bounce on copy_out, then bounce ->
 // gathered on copy_in once staged; the two hops of successive chunks overlap.
@@ -19,7 +21,7 @@ void enqueue_pcie_link(const CallSpec& call, RankResources& res);
 // call's own work: places the peer chunks in the gathered buffer (device
 // copies: the data the release times then stand for), registers the call's
 // schedule with the rank's clock and clears its release words.
-void prepare_arrival_link(const CallSpec& call, RankResources& res, cudaStream_t stream);
+void prepare_arrival_link(const CallSpec& call, RankResources& res, rt::StreamHandle stream);
 
 // Link::arrival: copy_in writes the start word (the clock counts the modelled
 // transfer from there), waits for each piece's release word, then writes its
@@ -27,4 +29,4 @@ void prepare_arrival_link(const CallSpec& call, RankResources& res, cudaStream_t
 // res.fork.
 void enqueue_arrival_waits(const CallSpec& call, RankResources& res);
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::gpu

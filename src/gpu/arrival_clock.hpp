@@ -4,13 +4,13 @@
 // sets each signal piece's release word to that epoch at the piece's modelled
 // arrival time, following the schedule registered for that epoch.
 //
-// A stream waits for each release word (cuStreamWaitValue32), then writes the
+// A stream waits for each release word (a stream memory operation), then writes the
 // piece's device flag. (The native kernel could poll the host words itself,
 // but measured: a system-scope acquire of host memory made the kernel 2.8x
 // slower even with every word already set; bench/NOTES.md, v4.)
 //
 // The clock never waits on the device beyond noticing a start, writes only
-// host memory and calls no CUDA function, so it can never sit in a hardware
+// host memory and calls no runtime function, so it can never sit in a hardware
 // queue behind a running persistent kernel (bench/NOTES.md, v3: a clock that
 // wrote device flags through its own stream deadlocked). A start whose epoch
 // has no schedule (evicted) releases every word at once: early rather than never.
@@ -24,9 +24,9 @@
 #include <thread>
 #include <vector>
 
-#include "cuda/resources.hpp"
+#include "gpu/resources.hpp"
 
-namespace asynctp::cuda {
+namespace asynctp::gpu {
 
 class ArrivalClock {
  public:
@@ -69,4 +69,4 @@ class ArrivalClock {
   std::thread thread_;
 };
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::gpu

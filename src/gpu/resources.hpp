@@ -1,14 +1,14 @@
-// Owners of CUDA resources. Constructors throw Error(backend) naming what
-// could not be made; destructors never throw. Each owner is movable only by
-// being held in a unique_ptr or a container of them.
+// Owners of GPU runtime resources (CUDA or HIP, gpu/runtime.hpp). Constructors throw Error(backend)
+// naming what could not be made; destructors never throw. Each owner is movable only by being held
+// in a unique_ptr or a container of them.
 #pragma once
-
-#include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
 
-namespace asynctp::cuda {
+#include "gpu/runtime.hpp"
+
+namespace asynctp::gpu {
 
 // Device memory that grows on demand (contents are not kept on growth).
 class DeviceMemory {
@@ -18,7 +18,7 @@ class DeviceMemory {
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
-  // At least `bytes` (256-byte aligned, as cudaMalloc gives).
+  // At least `bytes` (256-byte aligned, as the runtime's allocator gives).
   void* ensure(std::size_t bytes, const char* what);
   void* get() const noexcept { return ptr_; }
   std::size_t size() const noexcept { return bytes_; }
@@ -71,10 +71,10 @@ class Stream {
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const noexcept { return stream_; }
+  rt::StreamHandle get() const noexcept { return stream_; }
 
  private:
-  cudaStream_t stream_ = nullptr;
+  rt::StreamHandle stream_ = nullptr;
 };
 
 // An event for ordering (timing disabled: cheaper to record and wait on).
@@ -85,10 +85,10 @@ class Event {
   ~Event();
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
-  cudaEvent_t get() const noexcept { return event_; }
+  rt::EventHandle get() const noexcept { return event_; }
 
  private:
-  cudaEvent_t event_ = nullptr;
+  rt::EventHandle event_ = nullptr;
 };
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::gpu

@@ -1,11 +1,11 @@
-#include "cuda/rank_resources.hpp"
+#include "gpu/rank_resources.hpp"
 
 #include <cstdint>
 
-#include "cuda/call_spec.hpp"
-#include "cuda/cuda_check.hpp"
+#include "gpu/call_spec.hpp"
+#include "gpu/check.hpp"
 
-namespace asynctp::cuda {
+namespace asynctp::gpu {
 
 RankResources::RankResources(int world_size)
     : copy_in("stream create (copy in)"),
@@ -25,10 +25,11 @@ RankResources::RankResources(int world_size)
   }
   const int pieces = world_size * kMaxSignalPieces;
   for (int p = 0; p < pieces; ++p) staged.push_back(std::make_unique<Event>("event create"));
-  flags.ensure(static_cast<std::size_t>(pieces) * sizeof(std::uint32_t), "cudaMalloc(flags)");
-  check_cuda(cudaMemset(flags.get(), 0, flags.size()), "cudaMemset(flags)");
-  error_words.ensure(3 * sizeof(std::uint32_t), "cudaMalloc(error words)");
-  check_cuda(cudaMemset(error_words.get(), 0, error_words.size()), "cudaMemset(error words)");
+  flags.ensure(static_cast<std::size_t>(pieces) * sizeof(std::uint32_t),
+               "device allocation (flags)");
+  check(rt::device_memset(flags.get(), 0, flags.size()), "device memset (flags)");
+  error_words.ensure(3 * sizeof(std::uint32_t), "device allocation (error words)");
+  check(rt::device_memset(error_words.get(), 0, error_words.size()), "device memset (error words)");
 }
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::gpu

@@ -1,8 +1,8 @@
-#include "cuda/arrival_clock.hpp"
+#include "gpu/arrival_clock.hpp"
 
 #include <atomic>
 
-namespace asynctp::cuda {
+namespace asynctp::gpu {
 namespace {
 
 // How long after arm() the clock polls without sleeping.
@@ -27,7 +27,7 @@ std::int64_t now_ns() {
 }  // namespace
 
 ArrivalClock::ArrivalClock(int pieces)
-    : words_(static_cast<std::size_t>(pieces) + 1, "arrival clock words (cudaHostAlloc mapped)"),
+    : words_(static_cast<std::size_t>(pieces) + 1, "arrival clock words (mapped host memory)"),
       thread_([this] { loop(); }) {}
 
 ArrivalClock::~ArrivalClock() {
@@ -103,4 +103,4 @@ void ArrivalClock::run_schedule(const Schedule& schedule) {
   }
 }
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::gpu

@@ -1,33 +1,34 @@
 // One rank's call after planning and agreement: everything the device work
-// needs, with every pointer resolved.
+// needs, with every pointer resolved, for either runtime. (The GEMM kernel
+// the planner chose travels with the runtime's GemmPaths, gpu/gemm_paths.hpp.)
 #pragma once
-
-#include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "async_input_gemm.hpp"
-#include "asynctp/cuda.hpp"
 #include "asynctp/tensor.hpp"
 #include "core/planner.hpp"
 #include "core/problem.hpp"
+#include "gpu/runtime.hpp"
 
-namespace asynctp::cuda {
+namespace asynctp::gpu {
+
+// How a peer's chunk reaches this rank (the loopback models of
+// asynctp/cuda.hpp; transports over real links bring their own producer).
+enum class Link { pcie, arrival };
 
 struct CallSpec {
   core::ProblemDesc problem;
   core::Plan plan;
-  const native::NativeGemmConfig* config = nullptr;  // native only
   Link link = Link::pcie;
   double link_gbps = 0;
   std::vector<const void*> shards;  // chunk c = rank c's shard (device memory)
   TensorView b;
   TensorView c_out;
   void* gathered = nullptr;  // (world_size * m) x k, row-major
-  cudaStream_t stream = nullptr;
-  bool capturing = false;  // the caller's stream is capturing a CUDA graph
+  rt::StreamHandle stream = nullptr;
+  bool capturing = false;  // the caller's stream is capturing a graph
   std::uint32_t epoch = 1;
   std::int64_t timeout_ms = 0;
   // The peers' chunks in the order the producer moves them (the schedule's
@@ -67,4 +68,4 @@ inline int signal_pieces(std::int64_t rows, std::size_t chunk_bytes, std::int64_
   return 1;
 }
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::gpu

@@ -1,12 +1,12 @@
-#include "cuda/link.hpp"
+#include "gpu/link.hpp"
 
 #include <memory>
 #include <vector>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/stream_memops.hpp"
+#include "gpu/check.hpp"
+#include "gpu/stream_memops.hpp"
 
-namespace asynctp::cuda {
+namespace asynctp::gpu {
 namespace {
 
 std::uint32_t* flag(const RankResources& res, int c) {
@@ -19,38 +19,37 @@ void enqueue_pcie_link(const CallSpec& call, RankResources& res) {
   const std::size_t bytes = call.piece_bytes();
   char* bounce = static_cast<char*>(
       res.bounce.ensure(call.chunk_bytes() * static_cast<std::size_t>(call.problem.world_size),
-                        "cudaHostAlloc(PCIe link bounce buffer)"));
+                        "pinned host allocation (PCIe link bounce buffer)"));
   for (int c : call.arrival_order) {
     if (call.dropped[static_cast<std::size_t>(c)]) continue;
     for (int j = 0; j < call.pieces; ++j) {
       const int piece = c * call.pieces + j;
       const std::size_t offset = bytes * static_cast<std::size_t>(j);
       char* slot = bounce + bytes * static_cast<std::size_t>(piece);
-      const cudaEvent_t staged = res.staged[static_cast<std::size_t>(piece)]->get();
-      check_cuda(
-          cudaMemcpyAsync(
-              slot, static_cast<const char*>(call.shards[static_cast<std::size_t>(c)]) + offset,
-              bytes, cudaMemcpyDeviceToHost, res.copy_out.get()),
-          "cudaMemcpyAsync(peer shard piece to pinned host)");
-      check_cuda(cudaEventRecord(staged, res.copy_out.get()), "cudaEventRecord(staged)");
-      check_cuda(cudaStreamWaitEvent(res.copy_in.get(), staged, 0), "cudaStreamWaitEvent(staged)");
-      check_cuda(cudaMemcpyAsync(static_cast<char*>(call.gathered_chunk(c)) + offset, slot, bytes,
-                                 cudaMemcpyHostToDevice, res.copy_in.get()),
-                 "cudaMemcpyAsync(pinned host to gathered piece)");
+      const rt::EventHandle staged = res.staged[static_cast<std::size_t>(piece)]->get();
+      check(rt::memcpy_async(
+                slot, static_cast<const char*>(call.shards[static_cast<std::size_t>(c)]) + offset,
+                bytes, rt::Copy::device_to_host, res.copy_out.get()),
+            "copy (peer shard piece to pinned host)");
+      check(rt::event_record(staged, res.copy_out.get()), "event record (staged)");
+      check(rt::stream_wait_event(res.copy_in.get(), staged), "stream wait (staged)");
+      check(rt::memcpy_async(static_cast<char*>(call.gathered_chunk(c)) + offset, slot, bytes,
+                             rt::Copy::host_to_device, res.copy_in.get()),
+            "copy (pinned host to gathered piece)");
       write_value32(res.copy_in.get(), flag(res, piece), call.epoch);
     }
-    check_cuda(cudaEventRecord(res.arrived[static_cast<std::size_t>(c)]->get(), res.copy_in.get()),
-               "cudaEventRecord(arrived)");
+    check(rt::event_record(res.arrived[static_cast<std::size_t>(c)]->get(), res.copy_in.get()),
+          "event record (arrived)");
   }
 }
 
-void prepare_arrival_link(const CallSpec& call, RankResources& res, cudaStream_t stream) {
+void prepare_arrival_link(const CallSpec& call, RankResources& res, rt::StreamHandle stream) {
   const std::size_t bytes = call.chunk_bytes();
   for (int c : call.arrival_order) {
     if (call.dropped[static_cast<std::size_t>(c)]) continue;
-    check_cuda(cudaMemcpyAsync(call.gathered_chunk(c), call.shards[static_cast<std::size_t>(c)],
-                               bytes, cudaMemcpyDeviceToDevice, stream),
-               "cudaMemcpyAsync(arrival model: place peer chunk)");
+    check(rt::memcpy_async(call.gathered_chunk(c), call.shards[static_cast<std::size_t>(c)], bytes,
+                           rt::Copy::device_to_device, stream),
+          "copy (arrival model: place peer chunk)");
   }
   if (!res.clock)
     res.clock = std::make_unique<ArrivalClock>(call.problem.world_size * kMaxSignalPieces);
@@ -70,7 +69,7 @@ void prepare_arrival_link(const CallSpec& call, RankResources& res, cudaStream_t
 }
 
 void enqueue_arrival_waits(const CallSpec& call, RankResources& res) {
-  const cudaStream_t s = res.copy_in.get();
+  const rt::StreamHandle s = res.copy_in.get();
   // The modelled transfer starts with the producer, off the GEMM's path.
   write_value32(s, res.clock->start_word(), call.epoch);
   for (int c : call.arrival_order) {
@@ -80,9 +79,9 @@ void enqueue_arrival_waits(const CallSpec& call, RankResources& res) {
       wait_value32_equal(s, res.clock->release_word(piece), call.epoch);
       write_value32(s, flag(res, piece), call.epoch);
     }
-    check_cuda(cudaEventRecord(res.arrived[static_cast<std::size_t>(c)]->get(), s),
-               "cudaEventRecord(arrived)");
+    check(rt::event_record(res.arrived[static_cast<std::size_t>(c)]->get(), s),
+          "event record (arrived)");
   }
 }
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::gpu

@@ -2,47 +2,48 @@
 // holds (issue 3, section 6):
 // - It waits only on chunk flags, written by stream memory operations after
 //   copies to or from pinned host memory (copy engines) or after waits on
-//   host words the arrival clock's thread sets: none of them needs an SM. Every
-//   device-to-device copy (the local chunk; the arrival model's placement) is enqueued on the
-//   caller's stream ahead of the kernel, so it has finished before the grid
-//   starts.
+//   host words the arrival clock's thread sets: on CUDA none of them needs an
+//   SM (on HIP some may run as small kernels: there the grid leaves compute
+//   units free, src/hip/deadlock_rules.hpp). Every device-to-device copy (the
+//   local chunk; the arrival model's placement) is enqueued on the caller's
+//   stream ahead of the kernel, so it has finished before the grid starts.
 // - The ranks' agreement (a host barrier) happens before anything is enqueued.
 // - Hardware queues: the producer is enqueued before the kernel, and the
 //   ranks of a loopback group enqueue one after another, so in any FIFO queue
 //   the work a wait depends on is always ahead of the wait. (With fewer
-//   queues than streams, e.g. CUDA_DEVICE_MAX_CONNECTIONS=1, that keeps the
+//   queues than streams, e.g. CUDA_DEVICE_MAX_CONNECTIONS=1 or a small
+//   GPU_MAX_HW_QUEUES, that keeps the
 //   call correct; overlap needs the GEMM and producer in different queues,
 //   see RankResources.)
 // - The kernel's own waits are bounded (timeout -> error words), so even a
 //   producer that never comes (a dropped chunk) ends the call.
-#include "cuda/enqueue_call.hpp"
+#include "gpu/enqueue_call.hpp"
 
 #include <string>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/gemm_paths.hpp"
-#include "cuda/link.hpp"
-#include "cuda/stream_memops.hpp"
+#include "gpu/check.hpp"
+#include "gpu/link.hpp"
+#include "gpu/stream_memops.hpp"
 
-namespace asynctp::cuda {
+namespace asynctp::gpu {
 namespace {
 
 std::uint32_t* flag(const RankResources& res, int c) {
   return static_cast<std::uint32_t*>(res.flags.get()) + c;
 }
 
-void wait(cudaStream_t stream, cudaEvent_t event, const char* what) {
-  check_cuda(cudaStreamWaitEvent(stream, event, 0), what);
+void wait(rt::StreamHandle stream, rt::EventHandle event, const char* what) {
+  check(rt::stream_wait_event(stream, event), what);
 }
 
-void record(cudaEvent_t event, cudaStream_t stream, const char* what) {
-  check_cuda(cudaEventRecord(event, stream), what);
+void record(rt::EventHandle event, rt::StreamHandle stream, const char* what) {
+  check(rt::event_record(event, stream), what);
 }
 
 }  // namespace
 
-void enqueue_call(const CallSpec& call, RankResources& res) {
-  const cudaStream_t s = call.stream;
+void enqueue_call(const CallSpec& call, RankResources& res, GemmPaths& gemm) {
+  const rt::StreamHandle s = call.stream;
   const int world = call.problem.world_size;
   const int rank = call.problem.rank;
   const std::size_t bytes = call.chunk_bytes();
@@ -52,14 +53,14 @@ void enqueue_call(const CallSpec& call, RankResources& res) {
   // (Inside a capture, stream order is the caller's: waiting on an event
   // recorded outside the capture is not allowed there.)
   if (!call.capturing && res.call_end_recorded) {
-    wait(s, res.call_end.get(), "cudaStreamWaitEvent(this rank's previous call)");
+    wait(s, res.call_end.get(), "stream wait (this rank's previous call)");
   }
   // The arrival model's set-up stands in for the transfer its release times
   // model, so it runs before the call's own work begins (call_begin): one
   // rank's call is then timed as on a GPU of its own, where copy engines
   // would move the chunks while the GEMM runs.
   if (call.link == Link::arrival) prepare_arrival_link(call, res, s);
-  if (!call.capturing) record(res.call_begin.get(), s, "cudaEventRecord(call begin)");
+  if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
 
   // Flags go back to 0 in stream order before anything reads them: a graph
   // replays the epoch it captured, so last replay's flags would look ready.
@@ -69,20 +70,20 @@ void enqueue_call(const CallSpec& call, RankResources& res) {
   // before its copy: every reader of flags (the native kernel) is ordered
   // after that copy by the fork below, so they can't be seen early.
   const int pieces = call.pieces;
-  check_cuda(cudaMemsetAsync(res.flags.get(), 0,
-                             sizeof(std::uint32_t) * static_cast<std::size_t>(world * pieces), s),
-             "cudaMemsetAsync(flags)");
+  check(rt::memset_async(res.flags.get(), 0,
+                         sizeof(std::uint32_t) * static_cast<std::size_t>(world * pieces), s),
+        "memset (flags)");
   memset_d32(s, flag(res, rank * pieces), call.epoch, static_cast<std::size_t>(pieces));
 
   // The local chunk needs no link; device copies run ahead of the GEMM.
-  check_cuda(cudaMemcpyAsync(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)],
-                             bytes, cudaMemcpyDeviceToDevice, s),
-             "cudaMemcpyAsync(local shard to gathered)");
+  check(rt::memcpy_async(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)],
+                         bytes, rt::Copy::device_to_device, s),
+        "copy (local shard to gathered)");
 
-  record(res.fork.get(), s, "cudaEventRecord(fork)");
-  wait(res.copy_out.get(), res.fork.get(), "cudaStreamWaitEvent(fork)");
-  wait(res.copy_in.get(), res.fork.get(), "cudaStreamWaitEvent(fork)");
-  wait(res.compute.get(), res.fork.get(), "cudaStreamWaitEvent(fork)");
+  record(res.fork.get(), s, "event record (fork)");
+  wait(res.copy_out.get(), res.fork.get(), "stream wait (fork)");
+  wait(res.copy_in.get(), res.fork.get(), "stream wait (fork)");
+  wait(res.compute.get(), res.fork.get(), "stream wait (fork)");
 
   // Producer first (see the top of this file), then the GEMM.
   if (call.link == Link::pcie) {
@@ -90,30 +91,30 @@ void enqueue_call(const CallSpec& call, RankResources& res) {
   } else {
     enqueue_arrival_waits(call, res);
   }
-  record(res.copy_out_done.get(), res.copy_out.get(), "cudaEventRecord(copy out done)");
-  record(res.copy_in_done.get(), res.copy_in.get(), "cudaEventRecord(copy in done)");
+  record(res.copy_out_done.get(), res.copy_out.get(), "event record (copy out done)");
+  record(res.copy_in_done.get(), res.copy_in.get(), "event record (copy in done)");
 
   switch (call.plan.algorithm) {
     case Algorithm::native:
-      launch_native(call, res, static_cast<const std::uint32_t*>(res.flags.get()));
+      gemm.launch_native(call, res, static_cast<const std::uint32_t*>(res.flags.get()));
       break;
     case Algorithm::pipelined:
-      enqueue_pipelined(call, res);
+      gemm.enqueue_pipelined(call, res);
       break;
     case Algorithm::decomposed:
     case Algorithm::automatic:  // the plan never leaves auto
-      enqueue_decomposed(call, res);
+      gemm.enqueue_decomposed(call, res);
       break;
   }
 
-  record(res.compute_done.get(), res.compute.get(), "cudaEventRecord(compute done)");
-  wait(s, res.copy_out_done.get(), "cudaStreamWaitEvent(copy out done)");
-  wait(s, res.copy_in_done.get(), "cudaStreamWaitEvent(copy in done)");
-  wait(s, res.compute_done.get(), "cudaStreamWaitEvent(compute done)");
+  record(res.compute_done.get(), res.compute.get(), "event record (compute done)");
+  wait(s, res.copy_out_done.get(), "stream wait (copy out done)");
+  wait(s, res.copy_in_done.get(), "stream wait (copy in done)");
+  wait(s, res.compute_done.get(), "stream wait (compute done)");
   if (!call.capturing) {
-    record(res.call_end.get(), s, "cudaEventRecord(call end)");
+    record(res.call_end.get(), s, "event record (call end)");
     res.call_end_recorded = true;
   }
 }
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::gpu

@@ -1,0 +1,20 @@
+// The device work of one rank's call, enqueued in dependency order: the
+// producer (every copy, wait and signal write) before the GEMM that consumes
+// it. That order is what keeps the call deadlock-free when streams share
+// hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, GPU_MAX_HW_QUEUES, or more
+// streams than queues):
+// each queue is FIFO, and nothing ever waits on work enqueued after it.
+#pragma once
+
+#include "gpu/call_spec.hpp"
+#include "gpu/gemm_paths.hpp"
+#include "gpu/rank_resources.hpp"
+
+namespace asynctp::gpu {
+
+// Forks the side streams from call.stream, enqueues the call (the producer
+// of call.link, then `gemm`'s path for the planned algorithm) and joins them
+// back into call.stream.
+void enqueue_call(const CallSpec& call, RankResources& res, GemmPaths& gemm);
+
+}  // namespace asynctp::gpu
