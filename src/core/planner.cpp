@@ -49,6 +49,13 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
   const auto blocker = native_blocker(problem, caps, tile_m, tile_n);
 
   Plan result;
+  const std::string& no_library = caps.library_gemm_unavailable_reason;
+  if (!no_library.empty() &&
+      (options.algorithm == Algorithm::pipelined || options.algorithm == Algorithm::decomposed)) {
+    throw Error(ErrorCode::unsupported, std::string("algorithm ") + to_string(options.algorithm) +
+                                            " was forced but cannot run: " + no_library +
+                                            "; use native or auto");
+  }
   switch (options.algorithm) {
     case Algorithm::native:
       if (blocker) {
@@ -67,10 +74,24 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
       break;
   }
 
+  if (!no_library.empty()) {
+    if (blocker) {
+      throw Error(ErrorCode::unsupported,
+                  "no algorithm can run this problem here: native unavailable (" + *blocker +
+                      ") and pipelined and decomposed unavailable (" + no_library + ")");
+    }
+    result = {Algorithm::native, tile_m, tile_n,
+              "the only path this build has (pipelined and decomposed: " + no_library +
+                  "); bf16, m per rank " + num(problem.m) + " is a multiple of tile M " +
+                  num(tile_m)};
+    return result;
+  }
+
   if (!caps.no_overlap_reason.empty()) {
     result = {Algorithm::decomposed, 0, 0,
-              "nothing can overlap here (" + caps.no_overlap_reason + "); native and pipelined "
-              "would only add work"};
+              "nothing can overlap here (" + caps.no_overlap_reason +
+                  "); native and pipelined "
+                  "would only add work"};
     return result;
   }
   if (!blocker && problem.world_size == 1) {

@@ -26,6 +26,10 @@ struct BackendCaps {
   // CUDA hardware queue for every stream): auto then picks decomposed, the
   // cheapest way to do the same work in sequence. Forced algorithms still run.
   std::string no_overlap_reason;
+  // Set when this build has no library GEMM (e.g. a HIP build without
+  // hipBLAS): pipelined and decomposed cannot run; auto then needs native,
+  // and forcing either of the others is an error that says why.
+  std::string library_gemm_unavailable_reason;
 };
 
 struct Plan {

@@ -44,6 +44,9 @@ struct CallSpec {
     return static_cast<std::size_t>(problem.m * problem.k) * element_size(problem.dtype);
   }
   std::size_t piece_bytes() const { return chunk_bytes() / static_cast<std::size_t>(pieces); }
+  std::size_t row_bytes() const {
+    return static_cast<std::size_t>(problem.k) * element_size(problem.dtype);
+  }
   void* gathered_chunk(int c) const {
     return static_cast<char*>(gathered) + chunk_bytes() * static_cast<std::size_t>(c);
   }

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "gpu/check.hpp"
+#include "gpu/copy.hpp"
 #include "gpu/link.hpp"
 #include "gpu/stream_memops.hpp"
 
@@ -76,9 +77,8 @@ void enqueue_call(const CallSpec& call, RankResources& res, GemmPaths& gemm) {
   memset_d32(s, flag(res, rank * pieces), call.epoch, static_cast<std::size_t>(pieces));
 
   // The local chunk needs no link; device copies run ahead of the GEMM.
-  check(rt::memcpy_async(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)],
-                         bytes, rt::Copy::device_to_device, s),
-        "copy (local shard to gathered)");
+  copy_rows(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)], bytes,
+            call.row_bytes(), rt::Copy::device_to_device, s, "copy (local shard to gathered)");
 
   record(res.fork.get(), s, "event record (fork)");
   wait(res.copy_out.get(), res.fork.get(), "stream wait (fork)");

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gpu/check.hpp"
+#include "gpu/copy.hpp"
 #include "gpu/stream_memops.hpp"
 
 namespace asynctp::gpu {
@@ -27,15 +28,14 @@ void enqueue_pcie_link(const CallSpec& call, RankResources& res) {
       const std::size_t offset = bytes * static_cast<std::size_t>(j);
       char* slot = bounce + bytes * static_cast<std::size_t>(piece);
       const rt::EventHandle staged = res.staged[static_cast<std::size_t>(piece)]->get();
-      check(rt::memcpy_async(
-                slot, static_cast<const char*>(call.shards[static_cast<std::size_t>(c)]) + offset,
-                bytes, rt::Copy::device_to_host, res.copy_out.get()),
-            "copy (peer shard piece to pinned host)");
+      copy_rows(slot, static_cast<const char*>(call.shards[static_cast<std::size_t>(c)]) + offset,
+                bytes, call.row_bytes(), rt::Copy::device_to_host, res.copy_out.get(),
+                "copy (peer shard piece to pinned host)");
       check(rt::event_record(staged, res.copy_out.get()), "event record (staged)");
       check(rt::stream_wait_event(res.copy_in.get(), staged), "stream wait (staged)");
-      check(rt::memcpy_async(static_cast<char*>(call.gathered_chunk(c)) + offset, slot, bytes,
-                             rt::Copy::host_to_device, res.copy_in.get()),
-            "copy (pinned host to gathered piece)");
+      copy_rows(static_cast<char*>(call.gathered_chunk(c)) + offset, slot, bytes, call.row_bytes(),
+                rt::Copy::host_to_device, res.copy_in.get(),
+                "copy (pinned host to gathered piece)");
       write_value32(res.copy_in.get(), flag(res, piece), call.epoch);
     }
     check(rt::event_record(res.arrived[static_cast<std::size_t>(c)]->get(), res.copy_in.get()),
@@ -47,9 +47,9 @@ void prepare_arrival_link(const CallSpec& call, RankResources& res, rt::StreamHa
   const std::size_t bytes = call.chunk_bytes();
   for (int c : call.arrival_order) {
     if (call.dropped[static_cast<std::size_t>(c)]) continue;
-    check(rt::memcpy_async(call.gathered_chunk(c), call.shards[static_cast<std::size_t>(c)], bytes,
-                           rt::Copy::device_to_device, stream),
-          "copy (arrival model: place peer chunk)");
+    copy_rows(call.gathered_chunk(c), call.shards[static_cast<std::size_t>(c)], bytes,
+              call.row_bytes(), rt::Copy::device_to_device, stream,
+              "copy (arrival model: place peer chunk)");
   }
   if (!res.clock)
     res.clock = std::make_unique<ArrivalClock>(call.problem.world_size * kMaxSignalPieces);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 
 #if defined(ASYNCTP_GPU_HIP)
 #include <hip/hip_runtime_api.h>
@@ -24,6 +25,9 @@ using EventHandle = hipEvent_t;
 inline constexpr Status kSuccess = hipSuccess;
 inline constexpr Status kNotReady = hipErrorNotReady;
 inline constexpr const char* kName = "HIP";
+// HIP runs small copies as kernels; the producer keeps each copy to whole
+// rows of at most 1 MiB (src/hip/deadlock_rules.hpp, kMaxCopyPieceBytes).
+inline constexpr std::size_t kMaxCopyBytes = std::size_t{1} << 20;
 #else
 using Status = cudaError_t;
 using StreamHandle = cudaStream_t;
@@ -31,6 +35,8 @@ using EventHandle = cudaEvent_t;
 inline constexpr Status kSuccess = cudaSuccess;
 inline constexpr Status kNotReady = cudaErrorNotReady;
 inline constexpr const char* kName = "CUDA";
+// No limit: a CUDA copy is one operation however large.
+inline constexpr std::size_t kMaxCopyBytes = std::numeric_limits<std::size_t>::max();
 #endif
 
 enum class Copy { device_to_device, device_to_host, host_to_device, any };

@@ -1,6 +1,6 @@
 // The AMD native kernel's host interface (issue 5): C = A x B over a gathered
 // A whose chunks arrive one by one, on gfx942 / gfx950 (CDNA3). No HIP
-// headers: the runtime layer that launches it (to come) includes hip_runtime.
+// headers (the CPU tests include it): hip/launch.hpp declares the launch.
 //
 // State of this code: the kernel (kernel/async_input_gemm_gfx9.hip) is
 // compile-checked here for gfx90a and gfx940 with Debian's hipcc 5.2; its data

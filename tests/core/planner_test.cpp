@@ -2,12 +2,13 @@
 // Native only where it can run; otherwise a fallback, always with the reason
 // (which must carry the blocker, so `asynctp run` can tell the user why).
 // Forcing native where it cannot run is an error naming the blocker.
+#include "core/planner.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "asynctp/error.hpp"
-#include "core/planner.hpp"
 #include "support/printers.hpp"
 
 namespace asynctp::core {
@@ -99,8 +100,8 @@ std::vector<Fallback> fallbacks() {
       // m = min_pipelined_chunk_rows exactly is big enough for pipelined.
       {"boundary chunk rows", problem(2, 128, 256, 128, DType::fp16), Algorithm::pipelined,
        "native needs bf16", "overlap the copies"},
-      {"just below boundary", problem(2, 127, 256, 128), Algorithm::decomposed,
-       "m per rank (127)", "below 128"},
+      {"just below boundary", problem(2, 127, 256, 128), Algorithm::decomposed, "m per rank (127)",
+       "below 128"},
   };
 }
 
@@ -212,6 +213,48 @@ TEST(Planner, NoOverlapPossibleMakesAutoDecomposedButForcedStillRuns) {
   EXPECT_EQ(Algorithm::native, native.algorithm);
   const Plan piped = plan(problem(4, 512, 1024, 1024), c, forced(Algorithm::pipelined));
   EXPECT_EQ(Algorithm::pipelined, piped.algorithm);
+}
+
+TEST(Planner, WithoutALibraryGemmOnlyNativeRuns) {
+  BackendCaps c = caps();
+  c.library_gemm_unavailable_reason = "this build has no hipBLAS";
+  // Auto takes native wherever it fits, even where it would otherwise pick
+  // decomposed (one rank, one hardware queue), and says why.
+  for (int world : {1, 4}) {
+    const Plan p = plan(problem(world, 512, 1024, 1024), c, ResolvedOptions{});
+    EXPECT_EQ(Algorithm::native, p.algorithm) << world;
+    EXPECT_TRUE(contains(p.reason, "the only path this build has")) << p.reason;
+    EXPECT_TRUE(contains(p.reason, "no hipBLAS")) << p.reason;
+  }
+  BackendCaps queue = c;
+  queue.no_overlap_reason = "one hardware queue";
+  EXPECT_EQ(Algorithm::native, plan(problem(4, 512, 1024, 1024), queue, {}).algorithm);
+
+  // Where native cannot run, nothing can: the error names both reasons.
+  try {
+    (void)plan(problem(4, 300, 1024, 1024), c, ResolvedOptions{});
+    ADD_FAILURE() << "planned a problem no path can run";
+  } catch (const Error& e) {
+    EXPECT_EQ(ErrorCode::unsupported, e.code());
+    EXPECT_TRUE(contains(e.what(), "no algorithm can run")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "m per rank (300)")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "no hipBLAS")) << e.what();
+  }
+  // Forcing a library path is an error naming it and the reason.
+  for (Algorithm a : {Algorithm::pipelined, Algorithm::decomposed}) {
+    try {
+      (void)plan(problem(4, 512, 1024, 1024), c, forced(a));
+      ADD_FAILURE() << to_string(a) << " planned without a library GEMM";
+    } catch (const Error& e) {
+      EXPECT_EQ(ErrorCode::unsupported, e.code());
+      EXPECT_TRUE(contains(e.what(),
+                           std::string("algorithm ") + to_string(a) + " was forced but cannot run"))
+          << e.what();
+      EXPECT_TRUE(contains(e.what(), "no hipBLAS")) << e.what();
+    }
+  }
+  EXPECT_EQ(Algorithm::native,
+            plan(problem(4, 512, 1024, 1024), c, forced(Algorithm::native)).algorithm);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <hip/hip_runtime.h>
 
 #include "hip/async_input_gemm.hpp"
+#include "hip/launch.hpp"
 #include "hip/mfma_layout.hpp"
 
 namespace asynctp::hip {
@@ -152,7 +153,6 @@ __global__ void __launch_bounds__(BlockTile::waves * layout::kWaveLanes)
 
 }  // namespace
 
-// Enqueues the kernel on `stream` with `grid` workgroups of 4 waves.
 hipError_t launch_async_input_gemm(const AsyncInputGemmArgs& args, int grid, hipStream_t stream) {
   hipLaunchKernelGGL(async_input_gemm_kernel, dim3(static_cast<unsigned>(grid)),
                      dim3(BlockTile::waves * layout::kWaveLanes), 0, stream, args);

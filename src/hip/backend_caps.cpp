@@ -1,0 +1,32 @@
+#include "hip/backend_caps.hpp"
+
+#include "hip/device_topology.hpp"
+#include "hip/mfma_layout.hpp"
+#include "hip/native_rules.hpp"
+
+namespace asynctp::hip {
+
+core::BackendCaps hip_caps(const HipDeviceFacts& device, const core::ProblemDesc& problem) {
+  const std::string gfx = gfx_target(device.gcn_arch_name);
+  core::BackendCaps caps;
+  caps.name = "hip " + (gfx.empty() ? std::string("(unnamed device)") : gfx);
+  caps.default_tile_m = layout::BlockTile::m;
+  caps.default_tile_n = layout::BlockTile::n;
+  if (const auto why = native_blocker(device.gcn_arch_name, problem.world_size, problem.m,
+                                      problem.n, problem.k)) {
+    caps.native_unsupported_reason = *why;
+  } else if (!native_grid(gfx, device.compute_units)) {
+    caps.native_unsupported_reason = "no persistent-grid rule for " +
+                                     std::to_string(device.compute_units) + " CUs of " + gfx +
+                                     " (not a whole number of XCDs)";
+  } else {
+    caps.native_supported = true;
+  }
+  if (const auto why = queue_blocker(kNativeCallStreams, device.hardware_queues)) {
+    caps.no_overlap_reason = *why;
+  }
+  caps.library_gemm_unavailable_reason = device.library_gemm_unavailable;
+  return caps;
+}
+
+}  // namespace asynctp::hip

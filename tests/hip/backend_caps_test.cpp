@@ -1,0 +1,111 @@
+// The HIP backend's planner hook (src/hip/backend_caps) through core::plan:
+// what auto picks and what forcing does on AMD devices, from their facts.
+//
+//   HipBackendCaps.NativeOnCdna3AndCdna4
+//   HipBackendCaps.OtherTargetsFallBackAndForcedNativeSaysWhy
+//   HipBackendCaps.UnknownTopologyIsNoNative
+//   HipBackendCaps.TooFewHardwareQueuesMeansNoOverlap
+//   HipBackendCaps.WithoutHipblasOnlyNative
+#include "hip/backend_caps.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "asynctp/error.hpp"
+
+namespace asynctp::hip {
+namespace {
+
+core::ProblemDesc problem(int world, std::int64_t m) {
+  core::ProblemDesc p;
+  p.world_size = world;
+  p.m = m;
+  p.n = 8192;
+  p.k = 8192;
+  p.dtype = DType::bf16;
+  return p;
+}
+
+core::ResolvedOptions forced(Algorithm a) {
+  core::ResolvedOptions o;
+  o.algorithm = a;
+  o.algorithm_forced = a != Algorithm::automatic;
+  return o;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+HipDeviceFacts mi300x() { return {"gfx942:sramecc+:xnack-", 304, 4, ""}; }
+
+TEST(HipBackendCaps, NativeOnCdna3AndCdna4) {
+  for (const HipDeviceFacts& d : {mi300x(), HipDeviceFacts{"gfx950", 256, 4, ""}}) {
+    const core::BackendCaps caps = hip_caps(d, problem(8, 1024));
+    EXPECT_TRUE(caps.native_supported) << caps.native_unsupported_reason;
+    const core::Plan p = core::plan(problem(8, 1024), caps, {});
+    EXPECT_EQ(Algorithm::native, p.algorithm) << p.reason;
+    EXPECT_EQ(256, p.tile_m);
+  }
+  // m per rank not a multiple of 256: pipelined, with the tile rule as reason.
+  const core::Plan p = core::plan(problem(8, 1000), hip_caps(mi300x(), problem(8, 1000)), {});
+  EXPECT_EQ(Algorithm::pipelined, p.algorithm);
+  EXPECT_TRUE(contains(p.reason, "multiple of the tile M (256)")) << p.reason;
+}
+
+TEST(HipBackendCaps, OtherTargetsFallBackAndForcedNativeSaysWhy) {
+  const HipDeviceFacts mi250{"gfx90a:sramecc+:xnack-", 208, 4, ""};
+  const core::BackendCaps caps = hip_caps(mi250, problem(8, 1024));
+  EXPECT_FALSE(caps.native_supported);
+  EXPECT_EQ("hip gfx90a", caps.name);
+  const core::Plan p = core::plan(problem(8, 1024), caps, {});
+  EXPECT_EQ(Algorithm::pipelined, p.algorithm);
+  EXPECT_TRUE(contains(p.reason, "gfx942 and gfx950 only")) << p.reason;
+  try {
+    (void)core::plan(problem(8, 1024), caps, forced(Algorithm::native));
+    ADD_FAILURE() << "native forced on gfx90a";
+  } catch (const Error& e) {
+    EXPECT_EQ(ErrorCode::unsupported, e.code());
+    EXPECT_TRUE(contains(e.what(), "native was forced but cannot run")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "gfx90a")) << e.what();
+  }
+}
+
+TEST(HipBackendCaps, UnknownTopologyIsNoNative) {
+  const core::BackendCaps caps = hip_caps({"gfx942", 300, 4, ""}, problem(8, 1024));
+  EXPECT_FALSE(caps.native_supported);
+  EXPECT_TRUE(contains(caps.native_unsupported_reason, "persistent-grid rule for 300 CUs"))
+      << caps.native_unsupported_reason;
+}
+
+TEST(HipBackendCaps, TooFewHardwareQueuesMeansNoOverlap) {
+  HipDeviceFacts d = mi300x();
+  d.hardware_queues = 2;
+  const core::BackendCaps caps = hip_caps(d, problem(8, 1024));
+  const core::Plan p = core::plan(problem(8, 1024), caps, {});
+  EXPECT_EQ(Algorithm::decomposed, p.algorithm);
+  EXPECT_TRUE(contains(p.reason, "GPU_MAX_HW_QUEUES")) << p.reason;
+  // Forced native still runs: the producer is enqueued first, so it is only slower.
+  EXPECT_EQ(Algorithm::native,
+            core::plan(problem(8, 1024), caps, forced(Algorithm::native)).algorithm);
+}
+
+TEST(HipBackendCaps, WithoutHipblasOnlyNative) {
+  HipDeviceFacts d = mi300x();
+  d.library_gemm_unavailable = "this build has no hipBLAS";
+  EXPECT_EQ(Algorithm::native,
+            core::plan(problem(8, 1024), hip_caps(d, problem(8, 1024)), {}).algorithm);
+  d.gcn_arch_name = "gfx90a";
+  try {
+    (void)core::plan(problem(8, 1024), hip_caps(d, problem(8, 1024)), {});
+    ADD_FAILURE() << "planned on gfx90a without hipBLAS";
+  } catch (const Error& e) {
+    EXPECT_EQ(ErrorCode::unsupported, e.code());
+    EXPECT_TRUE(contains(e.what(), "gfx942 and gfx950 only")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "no hipBLAS")) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace asynctp::hip
