@@ -8,45 +8,9 @@
 #include "core/validate.hpp"
 #include "cuda/cuda_check.hpp"
 #include "gpu/call_spec.hpp"
+#include "gpu/device_checks.hpp"
 
 namespace asynctp::cuda {
-namespace {
-
-// The view must describe memory of the group's device, and the pointer must
-// really be device memory: a host pointer would fault inside a kernel, far
-// from the mistake.
-void check_on_device(const char* name, const TensorView& t, int device) {
-  if (t.device.index != device) {
-    fail_argument(name, "must live on CUDA device " + std::to_string(device) +
-                            " (this rank's device), got device " + std::to_string(t.device.index));
-  }
-  cudaPointerAttributes attributes{};
-  const cudaError_t e = cudaPointerGetAttributes(&attributes, t.data);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    fail_argument(name, std::string("is not a pointer CUDA knows (cudaPointerGetAttributes: ") +
-                            cudaGetErrorName(e) + ")");
-  }
-  if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
-    fail_argument(name,
-                  "must point to device memory (cudaMalloc or managed); got " +
-                      std::string(attributes.type == cudaMemoryTypeHost ? "pinned host"
-                                                                        : "unregistered host") +
-                      " memory");
-  }
-  if (attributes.device != device) {
-    fail_argument(name, "points to memory of CUDA device " + std::to_string(attributes.device) +
-                            ", not this rank's device " + std::to_string(device));
-  }
-}
-
-bool stream_is_capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  check_cuda(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing(options.stream)");
-  return status == cudaStreamCaptureStatusActive;
-}
-
-}  // namespace
 
 void fail_argument(const std::string& argument, const std::string& rule) {
   throw Error(ErrorCode::invalid_argument, argument + ": " + rule);
@@ -83,10 +47,10 @@ CheckedCall check_call(const CallSite& site, const TensorView& a_shard, const Te
   out.resolved = core::resolve_options(options);
   out.problem = core::validate_fused_all_gather_matmul(site.world_size, site.rank, DeviceKind::cuda,
                                                        a_shard, b, c_out, a_gathered_out);
-  check_on_device("a_shard", a_shard, device);
-  check_on_device("b", b, device);
-  check_on_device("c_out", c_out, device);
-  if (a_gathered_out) check_on_device("a_gathered_out", *a_gathered_out, device);
+  gpu::check_on_device("a_shard", a_shard, device);
+  gpu::check_on_device("b", b, device);
+  gpu::check_on_device("c_out", c_out, device);
+  if (a_gathered_out) gpu::check_on_device("a_gathered_out", *a_gathered_out, device);
 
   const CudaCapsChoice choice = cuda_caps(*site.device, out.problem, out.resolved);
   core::BackendCaps caps = choice.caps;
@@ -123,7 +87,7 @@ CheckedCall check_call(const CallSite& site, const TensorView& a_shard, const Te
         "the cuda backend honours it for native only, whose waits are bounded in the kernel; "
         "pipelined and decomposed wait on copy events that a dropped chunk would never record");
   }
-  out.capturing = stream_is_capturing(static_cast<cudaStream_t>(options.stream));
+  out.capturing = gpu::stream_is_capturing(static_cast<cudaStream_t>(options.stream));
   return out;
 }
 

@@ -41,6 +41,9 @@ inline constexpr std::size_t kMaxCopyBytes = std::numeric_limits<std::size_t>::m
 
 enum class Copy { device_to_device, device_to_host, host_to_device, any };
 
+// What a pointer points to, as the runtime knows it.
+enum class MemoryKind { device, managed, pinned_host, unregistered_host };
+
 #if defined(ASYNCTP_GPU_HIP)
 inline hipMemcpyKind kind_of(Copy c) {
   switch (c) {
@@ -98,6 +101,28 @@ inline Status memcpy_async(void* dst, const void* src, std::size_t bytes, Copy k
 inline Status memset_async(void* p, int value, std::size_t bytes, StreamHandle s) {
   return hipMemsetAsync(p, value, bytes, s);
 }
+inline Status pointer_info(const void* p, MemoryKind* kind, int* device) {
+  hipPointerAttribute_t a{};
+  const Status s = hipPointerGetAttributes(&a, p);
+  if (s == hipErrorInvalidValue) {  // HIP's answer for memory it never registered
+    (void)hipGetLastError();
+    *kind = MemoryKind::unregistered_host;
+    *device = -1;
+    return hipSuccess;
+  }
+  if (s != hipSuccess) return s;
+  *kind = a.isManaged                           ? MemoryKind::managed
+          : a.memoryType == hipMemoryTypeDevice ? MemoryKind::device
+                                                : MemoryKind::pinned_host;
+  *device = a.device;
+  return s;
+}
+inline Status stream_capturing(StreamHandle s, bool* capturing) {
+  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+  const Status e = hipStreamIsCapturing(s, &status);
+  *capturing = status == hipStreamCaptureStatusActive;
+  return e;
+}
 #else
 inline cudaMemcpyKind kind_of(Copy c) {
   switch (c) {
@@ -154,6 +179,33 @@ inline Status memcpy_async(void* dst, const void* src, std::size_t bytes, Copy k
 }
 inline Status memset_async(void* p, int value, std::size_t bytes, StreamHandle s) {
   return cudaMemsetAsync(p, value, bytes, s);
+}
+inline Status pointer_info(const void* p, MemoryKind* kind, int* device) {
+  cudaPointerAttributes a{};
+  const Status s = cudaPointerGetAttributes(&a, p);
+  if (s != cudaSuccess) return s;
+  switch (a.type) {
+    case cudaMemoryTypeDevice:
+      *kind = MemoryKind::device;
+      break;
+    case cudaMemoryTypeManaged:
+      *kind = MemoryKind::managed;
+      break;
+    case cudaMemoryTypeHost:
+      *kind = MemoryKind::pinned_host;
+      break;
+    default:
+      *kind = MemoryKind::unregistered_host;
+      break;
+  }
+  *device = a.device;
+  return s;
+}
+inline Status stream_capturing(StreamHandle s, bool* capturing) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const Status e = cudaStreamIsCapturing(s, &status);
+  *capturing = status == cudaStreamCaptureStatusActive;
+  return e;
 }
 #endif
 
