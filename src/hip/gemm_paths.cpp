@@ -9,6 +9,7 @@
 #include "gpu/check.hpp"
 #include "hip/device_topology.hpp"
 #include "hip/launch.hpp"
+#include "hip/mfma_layout.hpp"
 #include "hip/native_rules.hpp"
 
 #if defined(ASYNCTP_HAVE_HIPBLAS)
@@ -129,6 +130,14 @@ void HipGemmPaths::launch_native(const gpu::CallSpec& call, gpu::RankResources& 
                                  const std::uint32_t* flags) {
   const AsyncInputGemmArgs args = native_args(
       call, flags, static_cast<std::uint32_t*>(res.error_words.get()), device_.ticks_per_ms);
+  // The kernel's tiles never straddle its chunks (the signal pieces): the
+  // call's pieces must have been cut with the tile's rows as granularity.
+  if (args.m_per_chunk % layout::BlockTile::m != 0) {
+    throw Error(ErrorCode::unsupported,
+                "native on HIP: signal pieces of " + std::to_string(args.m_per_chunk) +
+                    " rows are not a multiple of the kernel's tile M (" +
+                    std::to_string(layout::BlockTile::m) + ")");
+  }
   gpu::check(launch_async_input_gemm(args, device_.grid, res.compute.get()), "native GEMM launch");
 }
 
