@@ -2,8 +2,10 @@
 
 #include <bit>
 #include <cstring>
+#include <vector>
 
 #include "core/dtype_convert.hpp"
+#include "hip/lds_layout.hpp"
 #include "hip/mfma_layout.hpp"
 
 namespace asynctp::hip::emulation {
@@ -54,48 +56,84 @@ void mfma_32x32x8_bf16(const LaneA& a, const LaneB& b, LaneC& acc) {
   }
 }
 
+void stage_k_step(const TensorView& a, const TensorView& b, std::int64_t tile_row,
+                  std::int64_t tile_col, std::int64_t k0, std::vector<std::uint16_t>& lds) {
+  lds.assign(static_cast<std::size_t>(lds::kAElements + lds::kBElements), kUnstaged);
+  const bool b_row_major = b.col_stride == 1;
+  const auto put = [&](int offset, std::uint16_t bits) {
+    lds[static_cast<std::size_t>(offset)] = bits;
+  };
+  for (int thread = 0; thread < lds::kThreads; ++thread) {
+    for (int v = 0; v < lds::kAVectorsPerThread; ++v) {
+      const RowCol e = lds::a_vector(thread, v);
+      for (int i = 0; i < lds::kVector; ++i) {
+        put(lds::a_offset(e.row, e.col + i), load_bf16(a, tile_row + e.row, k0 + e.col + i));
+      }
+    }
+    for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
+      if (b_row_major) {
+        const RowCol e = lds::b_vector_row_major(thread, v);  // {k, first column}
+        for (int i = 0; i < lds::kVector; ++i) {
+          put(lds::b_offset(e.col + i, e.row), load_bf16(b, k0 + e.row, tile_col + e.col + i));
+        }
+      } else {
+        const RowCol e = lds::b_vector_col_major(thread, v);  // {first k, column}
+        for (int i = 0; i < lds::kVector; ++i) {
+          put(lds::b_offset(e.col, e.row + i), load_bf16(b, k0 + e.row + i, tile_col + e.col));
+        }
+      }
+    }
+  }
+}
+
 void block_tile(const TensorView& a, const TensorView& b, const TensorView& c,
                 std::int64_t tile_row, std::int64_t tile_col) {
   const std::int64_t k_total = a.cols;
-  for (int wave = 0; wave < BlockTile::waves; ++wave) {
-    // Each wave's accumulators: 4 x 4 instruction blocks of 64 lanes x 16.
-    static thread_local LaneC acc[BlockTile::blocks_m][BlockTile::blocks_n];
-    for (auto& row : acc) {
+  // Each wave's accumulators: 4 x 4 instruction blocks of 64 lanes x 16.
+  static thread_local LaneC acc[BlockTile::waves][BlockTile::blocks_m][BlockTile::blocks_n];
+  for (auto& wave : acc) {
+    for (auto& row : wave) {
       for (LaneC& block : row) {
         for (auto& lane : block) lane.fill(0.0f);
       }
     }
-    for (std::int64_t k0 = 0; k0 < k_total; k0 += BlockTile::k) {
+  }
+  std::vector<std::uint16_t> stage;
+  for (std::int64_t k0 = 0; k0 < k_total; k0 += BlockTile::k) {
+    stage_k_step(a, b, tile_row, tile_col, k0, stage);  // then a barrier in the kernel
+    const auto read = [&](int offset) { return stage[static_cast<std::size_t>(offset)]; };
+    for (int wave = 0; wave < BlockTile::waves; ++wave) {
       for (int step = 0; step < BlockTile::k_steps; ++step) {
-        const std::int64_t k_base = k0 + step * layout::kMfmaK;
         for (int bm = 0; bm < BlockTile::blocks_m; ++bm) {
           for (int bn = 0; bn < BlockTile::blocks_n; ++bn) {
-            const RowCol origin = layout::block_origin(wave, bm, bn);
             LaneA la{};
             LaneB lb{};
             for (int lane = 0; lane < layout::kWaveLanes; ++lane) {
+              const int a_at = lds::a_read(wave, bm, step, lane);
+              const int b_at = lds::b_read(wave, bn, step, lane);
               for (int item = 0; item < layout::kAItems; ++item) {
-                const RowCol ea = layout::a_element(lane, item);
                 la[static_cast<std::size_t>(lane)][static_cast<std::size_t>(item)] =
-                    load_bf16(a, tile_row + origin.row + ea.row, k_base + ea.col);
-                const RowCol eb = layout::b_element(lane, item);
+                    read(a_at + item);
                 lb[static_cast<std::size_t>(lane)][static_cast<std::size_t>(item)] =
-                    load_bf16(b, k_base + eb.row, tile_col + origin.col + eb.col);
+                    read(b_at + item);
               }
             }
-            mfma_32x32x8_bf16(la, lb, acc[bm][bn]);
+            mfma_32x32x8_bf16(la, lb, acc[wave][bm][bn]);
           }
         }
       }
     }
+  }
+  for (int wave = 0; wave < BlockTile::waves; ++wave) {
     for (int bm = 0; bm < BlockTile::blocks_m; ++bm) {
       for (int bn = 0; bn < BlockTile::blocks_n; ++bn) {
         const RowCol origin = layout::block_origin(wave, bm, bn);
         for (int lane = 0; lane < layout::kWaveLanes; ++lane) {
           for (int item = 0; item < layout::kCItems; ++item) {
             const RowCol e = layout::c_element(lane, item);
-            store_bf16(c, tile_row + origin.row + e.row, tile_col + origin.col + e.col,
-                       acc[bm][bn][static_cast<std::size_t>(lane)][static_cast<std::size_t>(item)]);
+            store_bf16(
+                c, tile_row + origin.row + e.row, tile_col + origin.col + e.col,
+                acc[wave][bm][bn][static_cast<std::size_t>(lane)][static_cast<std::size_t>(item)]);
           }
         }
       }

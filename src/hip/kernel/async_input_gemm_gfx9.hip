@@ -1,15 +1,18 @@
-// The native async-input GEMM for AMD CDNA3, first version: correct, simple,
-// not yet fast. A persistent grid walks the output tiles (256 x 256, the
-// reference's tile) in arrival order: the pivot chunk's tiles first, then the
-// next chunk's, wrapping around (core::TileSchedule's order). Before a tile's
-// first load, one lane of every wave acquires the chunk's flag (system scope:
-// the writer is a copy engine or a peer), sleeping between polls, bounded by
-// a timeout that records the chunk and gives up. Each of the workgroup's 4
-// waves computes 128 x 128 outputs as 4 x 4 blocks of the 32x32x8 bf16 matrix
-// instruction, operands loaded straight from global memory through the layout
-// functions of mfma_layout.hpp (the same ones the CPU emulation tests), and
-// writes bf16 rounded to nearest even. Next versions: LDS staging and double
-// buffering (the reference's pipeline), then the measured tile choice.
+// The native async-input GEMM for AMD CDNA3/CDNA4, second version (v1:
+// LDS staging): correct first, not tuned. A persistent grid walks the output
+// tiles (256 x 256, the reference's tile) in arrival order: the pivot chunk's
+// tiles first, then the next chunk's, wrapping around (core::TileSchedule's
+// order). Before a tile's first load, one lane of every wave acquires the
+// chunk's flag (system scope: the writer is a copy engine or a peer),
+// sleeping between polls, bounded by a timeout that records the chunk and
+// gives up; the workgroup then agrees on the outcome, so that every thread
+// meets the same barriers. Per K step of 32 the 256 threads stage A and B in
+// LDS with 16-byte loads (lds_layout.hpp), and each of the 4 waves computes
+// 128 x 128 outputs as 4 x 4 blocks of the 32x32x8 bf16 matrix instruction,
+// reading its operands from LDS 8 bytes per lane; results are written as
+// bf16 rounded to nearest even. The index arithmetic is the functions of
+// mfma_layout.hpp and lds_layout.hpp, which the CPU emulation tests. Next:
+// double buffering (load step k+1 while computing step k), then measuring.
 //
 // Grid: the caller sizes it with layout::persistent_grid (a CU per shader
 // engine left free for the signal writes and copies HIP runs as kernels).
@@ -17,6 +20,7 @@
 
 #include "hip/async_input_gemm.hpp"
 #include "hip/launch.hpp"
+#include "hip/lds_layout.hpp"
 #include "hip/mfma_layout.hpp"
 
 namespace asynctp::hip {
@@ -33,11 +37,45 @@ typedef float floatx16 __attribute__((ext_vector_type(16)));
 #define ASYNCTP_HAVE_MFMA_BF16_1K 1
 #endif
 
-__device__ short load_bf16(const std::uint16_t* base, std::int64_t row, std::int64_t col,
-                           std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
-                           std::int64_t col_stride) {
-  if (row >= rows || col >= cols) return 0;  // zero fill past the edges
-  return static_cast<short>(base[row * row_stride + col * col_stride]);
+typedef unsigned int u32x4 __attribute__((ext_vector_type(4)));
+
+// One 16-byte vector (8 bf16) of global memory, or zeros when it lies past
+// the matrix edge (K and N are multiples of 8: a vector is wholly in or out).
+__device__ u32x4 load_vector(const std::uint16_t* at, bool inside) {
+  return inside ? *reinterpret_cast<const u32x4*>(at) : u32x4{0u, 0u, 0u, 0u};
+}
+
+__device__ std::uint16_t element(const u32x4& v, int i) {
+  return static_cast<std::uint16_t>(v[i / 2] >> (16 * (i % 2)));
+}
+
+// One K step of the block tile into LDS (lds_layout.hpp): A as [row][k], B as
+// [column][k]; every thread its 4 + 4 vectors.
+__device__ void stage_k_step(const AsyncInputGemmArgs& args, std::int64_t rows,
+                             std::int64_t tile_row, std::int64_t tile_col, std::int64_t k0,
+                             std::uint16_t* stage) {
+  const int thread = static_cast<int>(threadIdx.x);
+  for (int v = 0; v < lds::kAVectorsPerThread; ++v) {
+    const RowCol e = lds::a_vector(thread, v);
+    const std::int64_t row = tile_row + e.row, k = k0 + e.col;
+    *reinterpret_cast<u32x4*>(stage + lds::a_offset(e.row, e.col)) =
+        load_vector(args.a + row * args.k + k, row < rows && k < args.k);
+  }
+  if (args.b_col_stride == 1) {  // B row-major: vectors along the columns, transposed into LDS
+    for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
+      const RowCol e = lds::b_vector_row_major(thread, v);  // {k, first column}
+      const std::int64_t k = k0 + e.row, col = tile_col + e.col;
+      const u32x4 x = load_vector(args.b + k * args.b_row_stride + col, k < args.k && col < args.n);
+      for (int i = 0; i < lds::kVector; ++i) stage[lds::b_offset(e.col + i, e.row)] = element(x, i);
+    }
+  } else {  // B column-major: vectors along k, as LDS holds them
+    for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
+      const RowCol e = lds::b_vector_col_major(thread, v);  // {first k, column}
+      const std::int64_t k = k0 + e.row, col = tile_col + e.col;
+      *reinterpret_cast<u32x4*>(stage + lds::b_offset(e.col, e.row)) =
+          load_vector(args.b + col * args.b_col_stride + k, k < args.k && col < args.n);
+    }
+  }
 }
 
 // A constant-rate clock (100 MHz on CDNA; its rate is
@@ -47,7 +85,7 @@ __device__ std::uint64_t realtime_ticks() {
 #if defined(__HIP_DEVICE_COMPILE__)
   return __builtin_amdgcn_s_memrealtime();
 #else
-  return 0;  // the host pass only parses device code
+  return 0;                // the host pass only parses device code
 #endif
 }
 
@@ -75,7 +113,7 @@ __device__ bool wait_for_chunk(const AsyncInputGemmArgs& args, int chunk) {
   }
 }
 
-__global__ void __launch_bounds__(BlockTile::waves * layout::kWaveLanes)
+__global__ void __launch_bounds__(BlockTile::waves* layout::kWaveLanes)
     async_input_gemm_kernel(AsyncInputGemmArgs args) {
   const int lane = static_cast<int>(threadIdx.x) % layout::kWaveLanes;
   const int wave = static_cast<int>(threadIdx.x) / layout::kWaveLanes;
@@ -84,6 +122,8 @@ __global__ void __launch_bounds__(BlockTile::waves * layout::kWaveLanes)
   const std::int64_t n_tiles = (args.n + BlockTile::n - 1) / BlockTile::n;
   const std::int64_t tiles_per_chunk = m_tiles * n_tiles;
   const std::int64_t total = tiles_per_chunk * args.world_size;
+  __shared__ std::uint16_t stage[lds::kAElements + lds::kBElements];
+  __shared__ int tile_ready;
 
   for (std::int64_t t = blockIdx.x; t < total; t += gridDim.x) {
     const int chunk = static_cast<int>((args.pivot + t / tiles_per_chunk) % args.world_size);
@@ -91,9 +131,15 @@ __global__ void __launch_bounds__(BlockTile::waves * layout::kWaveLanes)
     const std::int64_t tile_row = chunk * args.m_per_chunk + (local / n_tiles) * BlockTile::m;
     const std::int64_t tile_col = (local % n_tiles) * BlockTile::n;
 
-    int ready = 1;
-    if (lane == 0) ready = wait_for_chunk(args, chunk) ? 1 : 0;
-    ready = __shfl(ready, 0);
+    // One lane per wave waits for the chunk; the workgroup then agrees, so
+    // that every thread reaches the same barriers (a wave that gave up alone
+    // would leave the others waiting at the first one).
+    if (threadIdx.x == 0) tile_ready = 1;
+    __syncthreads();
+    if (lane == 0 && !wait_for_chunk(args, chunk)) tile_ready = 0;
+    __syncthreads();
+    const bool ready = tile_ready != 0;
+    __syncthreads();       // read by all before thread 0 resets it for the next tile
     if (!ready) continue;  // the call failed: finish quickly, the host reports the chunk
     // Lane 0's acquire orders lane 0's loads only: every lane acquires too
     // (system scope: the chunk came from a copy engine or a peer GPU), so no
@@ -104,35 +150,30 @@ __global__ void __launch_bounds__(BlockTile::waves * layout::kWaveLanes)
     for (int bm = 0; bm < BlockTile::blocks_m; ++bm) {
       for (int bn = 0; bn < BlockTile::blocks_n; ++bn) acc[bm][bn] = floatx16{};
     }
-    for (std::int64_t k0 = 0; k0 < args.k; k0 += layout::kMfmaK) {
-      bf16x4 a_items[BlockTile::blocks_m];
-      bf16x4 b_items[BlockTile::blocks_n];
-      for (int bm = 0; bm < BlockTile::blocks_m; ++bm) {
-        const RowCol origin = layout::block_origin(wave, bm, 0);
-        for (int item = 0; item < layout::kAItems; ++item) {
-          const RowCol e = layout::a_element(lane, item);
-          a_items[bm][item] = load_bf16(args.a, tile_row + origin.row + e.row, k0 + e.col, rows,
-                                        args.k, args.k, 1);
+    for (std::int64_t k0 = 0; k0 < args.k; k0 += BlockTile::k) {
+      __syncthreads();  // every wave is done reading the previous step's stage
+      stage_k_step(args, rows, tile_row, tile_col, k0, stage);
+      __syncthreads();  // the whole stage is written
+      for (int step = 0; step < BlockTile::k_steps; ++step) {
+        bf16x4 a_items[BlockTile::blocks_m];
+        bf16x4 b_items[BlockTile::blocks_n];
+        for (int bm = 0; bm < BlockTile::blocks_m; ++bm) {
+          a_items[bm] = *reinterpret_cast<const bf16x4*>(stage + lds::a_read(wave, bm, step, lane));
         }
-      }
-      for (int bn = 0; bn < BlockTile::blocks_n; ++bn) {
-        const RowCol origin = layout::block_origin(wave, 0, bn);
-        for (int item = 0; item < layout::kBItems; ++item) {
-          const RowCol e = layout::b_element(lane, item);
-          b_items[bn][item] = load_bf16(args.b, k0 + e.row, tile_col + origin.col + e.col, args.k,
-                                        args.n, args.b_row_stride, args.b_col_stride);
-        }
-      }
-#if ASYNCTP_HAVE_MFMA_BF16_1K
-      for (int bm = 0; bm < BlockTile::blocks_m; ++bm) {
         for (int bn = 0; bn < BlockTile::blocks_n; ++bn) {
-          acc[bm][bn] = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a_items[bm], b_items[bn],
-                                                                 acc[bm][bn], 0, 0, 0);
+          b_items[bn] = *reinterpret_cast<const bf16x4*>(stage + lds::b_read(wave, bn, step, lane));
         }
-      }
+#if ASYNCTP_HAVE_MFMA_BF16_1K
+        for (int bm = 0; bm < BlockTile::blocks_m; ++bm) {
+          for (int bn = 0; bn < BlockTile::blocks_n; ++bn) {
+            acc[bm][bn] = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a_items[bm], b_items[bn],
+                                                                   acc[bm][bn], 0, 0, 0);
+          }
+        }
 #else
-      __builtin_trap();  // built for a GPU without the instruction: never launched there
+        __builtin_trap();  // built for a GPU without the instruction: never launched there
 #endif
+      }
     }
     for (int bm = 0; bm < BlockTile::blocks_m; ++bm) {
       for (int bn = 0; bn < BlockTile::blocks_n; ++bn) {
