@@ -16,24 +16,29 @@
 #include <cuda_runtime_api.h>
 #endif
 
+// The two runtimes name the same calls with another prefix (cudaMalloc,
+// hipMalloc): every wrapper below is written once through ASYNCTP_RT; only
+// where they differ in more than the prefix (pinned host allocation, pointer
+// attributes) is there a branch per runtime.
+#if defined(ASYNCTP_GPU_HIP)
+#define ASYNCTP_RT(name) hip##name
+#else
+#define ASYNCTP_RT(name) cuda##name
+#endif
+
 namespace asynctp::gpu::rt {
 
+using Status = ASYNCTP_RT(Error_t);
+using StreamHandle = ASYNCTP_RT(Stream_t);
+using EventHandle = ASYNCTP_RT(Event_t);
+inline constexpr Status kSuccess = ASYNCTP_RT(Success);
+inline constexpr Status kNotReady = ASYNCTP_RT(ErrorNotReady);
 #if defined(ASYNCTP_GPU_HIP)
-using Status = hipError_t;
-using StreamHandle = hipStream_t;
-using EventHandle = hipEvent_t;
-inline constexpr Status kSuccess = hipSuccess;
-inline constexpr Status kNotReady = hipErrorNotReady;
 inline constexpr const char* kName = "HIP";
 // HIP runs small copies as kernels; the producer keeps each copy to whole
 // rows of at most 1 MiB (src/hip/deadlock_rules.hpp, kMaxCopyPieceBytes).
 inline constexpr std::size_t kMaxCopyBytes = std::size_t{1} << 20;
 #else
-using Status = cudaError_t;
-using StreamHandle = cudaStream_t;
-using EventHandle = cudaEvent_t;
-inline constexpr Status kSuccess = cudaSuccess;
-inline constexpr Status kNotReady = cudaErrorNotReady;
 inline constexpr const char* kName = "CUDA";
 // No limit: a CUDA copy is one operation however large.
 inline constexpr std::size_t kMaxCopyBytes = std::numeric_limits<std::size_t>::max();
@@ -44,63 +49,80 @@ enum class Copy { device_to_device, device_to_host, host_to_device, any };
 // What a pointer points to, as the runtime knows it.
 enum class MemoryKind { device, managed, pinned_host, unregistered_host };
 
-#if defined(ASYNCTP_GPU_HIP)
-inline hipMemcpyKind kind_of(Copy c) {
+inline ASYNCTP_RT(MemcpyKind) kind_of(Copy c) {
   switch (c) {
     case Copy::device_to_device:
-      return hipMemcpyDeviceToDevice;
+      return ASYNCTP_RT(MemcpyDeviceToDevice);
     case Copy::device_to_host:
-      return hipMemcpyDeviceToHost;
+      return ASYNCTP_RT(MemcpyDeviceToHost);
     case Copy::host_to_device:
-      return hipMemcpyHostToDevice;
+      return ASYNCTP_RT(MemcpyHostToDevice);
     case Copy::any:
       break;
   }
-  return hipMemcpyDefault;
+  return ASYNCTP_RT(MemcpyDefault);
 }
-inline const char* error_name(Status s) { return hipGetErrorName(s); }
-inline const char* error_string(Status s) { return hipGetErrorString(s); }
-inline void clear_last_error() { (void)hipGetLastError(); }
-inline Status set_device(int device) { return hipSetDevice(device); }
-inline Status device_malloc(void** p, std::size_t bytes) { return hipMalloc(p, bytes); }
-inline Status device_free(void* p) { return hipFree(p); }
+inline const char* error_name(Status s) { return ASYNCTP_RT(GetErrorName)(s); }
+inline const char* error_string(Status s) { return ASYNCTP_RT(GetErrorString)(s); }
+inline void clear_last_error() { (void)ASYNCTP_RT(GetLastError)(); }
+inline Status set_device(int device) { return ASYNCTP_RT(SetDevice)(device); }
+inline Status device_malloc(void** p, std::size_t bytes) { return ASYNCTP_RT(Malloc)(p, bytes); }
+inline Status device_free(void* p) { return ASYNCTP_RT(Free)(p); }
 inline Status device_memset(void* p, int value, std::size_t bytes) {
-  return hipMemset(p, value, bytes);
+  return ASYNCTP_RT(Memset)(p, value, bytes);
 }
+#if defined(ASYNCTP_GPU_HIP)
 inline Status host_alloc_pinned(void** p, std::size_t bytes) {
   return hipHostMalloc(p, bytes, hipHostMallocDefault);
 }
 inline Status host_alloc_mapped(void** p, std::size_t bytes) {
   return hipHostMalloc(p, bytes, hipHostMallocMapped);
 }
-inline Status host_device_pointer(void** device, void* host) {
-  return hipHostGetDevicePointer(device, host, 0);
-}
 inline Status host_free(void* p) { return hipHostFree(p); }
-inline Status stream_create_non_blocking(StreamHandle* s) {
-  return hipStreamCreateWithFlags(s, hipStreamNonBlocking);
+#else
+inline Status host_alloc_pinned(void** p, std::size_t bytes) {
+  return cudaHostAlloc(p, bytes, cudaHostAllocDefault);
 }
-inline Status stream_destroy(StreamHandle s) { return hipStreamDestroy(s); }
-inline Status stream_synchronize(StreamHandle s) { return hipStreamSynchronize(s); }
+inline Status host_alloc_mapped(void** p, std::size_t bytes) {
+  return cudaHostAlloc(p, bytes, cudaHostAllocMapped);
+}
+inline Status host_free(void* p) { return cudaFreeHost(p); }
+#endif
+inline Status host_device_pointer(void** device, void* host) {
+  return ASYNCTP_RT(HostGetDevicePointer)(device, host, 0);
+}
+inline Status stream_create_non_blocking(StreamHandle* s) {
+  return ASYNCTP_RT(StreamCreateWithFlags)(s, ASYNCTP_RT(StreamNonBlocking));
+}
+inline Status stream_destroy(StreamHandle s) { return ASYNCTP_RT(StreamDestroy)(s); }
+inline Status stream_synchronize(StreamHandle s) { return ASYNCTP_RT(StreamSynchronize)(s); }
 inline Status stream_wait_event(StreamHandle s, EventHandle e) {
-  return hipStreamWaitEvent(s, e, 0);
+  return ASYNCTP_RT(StreamWaitEvent)(s, e, 0);
 }
 inline Status event_create(EventHandle* e, bool timed) {
-  return hipEventCreateWithFlags(e, timed ? hipEventDefault : hipEventDisableTiming);
+  return ASYNCTP_RT(EventCreateWithFlags)(
+      e, timed ? ASYNCTP_RT(EventDefault) : ASYNCTP_RT(EventDisableTiming));
 }
-inline Status event_destroy(EventHandle e) { return hipEventDestroy(e); }
-inline Status event_record(EventHandle e, StreamHandle s) { return hipEventRecord(e, s); }
-inline Status event_query(EventHandle e) { return hipEventQuery(e); }
+inline Status event_destroy(EventHandle e) { return ASYNCTP_RT(EventDestroy)(e); }
+inline Status event_record(EventHandle e, StreamHandle s) { return ASYNCTP_RT(EventRecord)(e, s); }
+inline Status event_query(EventHandle e) { return ASYNCTP_RT(EventQuery)(e); }
 inline Status event_elapsed_ms(float* ms, EventHandle begin, EventHandle end) {
-  return hipEventElapsedTime(ms, begin, end);
+  return ASYNCTP_RT(EventElapsedTime)(ms, begin, end);
 }
 inline Status memcpy_async(void* dst, const void* src, std::size_t bytes, Copy kind,
                            StreamHandle s) {
-  return hipMemcpyAsync(dst, src, bytes, kind_of(kind), s);
+  return ASYNCTP_RT(MemcpyAsync)(dst, src, bytes, kind_of(kind), s);
 }
 inline Status memset_async(void* p, int value, std::size_t bytes, StreamHandle s) {
-  return hipMemsetAsync(p, value, bytes, s);
+  return ASYNCTP_RT(MemsetAsync)(p, value, bytes, s);
 }
+inline Status stream_capturing(StreamHandle s, bool* capturing) {
+  ASYNCTP_RT(StreamCaptureStatus) status = ASYNCTP_RT(StreamCaptureStatusNone);
+  const Status e = ASYNCTP_RT(StreamIsCapturing)(s, &status);
+  *capturing = status == ASYNCTP_RT(StreamCaptureStatusActive);
+  return e;
+}
+#if defined(ASYNCTP_GPU_HIP)
 inline Status pointer_info(const void* p, MemoryKind* kind, int* device) {
   hipPointerAttribute_t a{};
   const Status s = hipPointerGetAttributes(&a, p);
@@ -117,69 +139,7 @@ inline Status pointer_info(const void* p, MemoryKind* kind, int* device) {
   *device = a.device;
   return s;
 }
-inline Status stream_capturing(StreamHandle s, bool* capturing) {
-  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
-  const Status e = hipStreamIsCapturing(s, &status);
-  *capturing = status == hipStreamCaptureStatusActive;
-  return e;
-}
 #else
-inline cudaMemcpyKind kind_of(Copy c) {
-  switch (c) {
-    case Copy::device_to_device:
-      return cudaMemcpyDeviceToDevice;
-    case Copy::device_to_host:
-      return cudaMemcpyDeviceToHost;
-    case Copy::host_to_device:
-      return cudaMemcpyHostToDevice;
-    case Copy::any:
-      break;
-  }
-  return cudaMemcpyDefault;
-}
-inline const char* error_name(Status s) { return cudaGetErrorName(s); }
-inline const char* error_string(Status s) { return cudaGetErrorString(s); }
-inline void clear_last_error() { (void)cudaGetLastError(); }
-inline Status set_device(int device) { return cudaSetDevice(device); }
-inline Status device_malloc(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
-inline Status device_free(void* p) { return cudaFree(p); }
-inline Status device_memset(void* p, int value, std::size_t bytes) {
-  return cudaMemset(p, value, bytes);
-}
-inline Status host_alloc_pinned(void** p, std::size_t bytes) {
-  return cudaHostAlloc(p, bytes, cudaHostAllocDefault);
-}
-inline Status host_alloc_mapped(void** p, std::size_t bytes) {
-  return cudaHostAlloc(p, bytes, cudaHostAllocMapped);
-}
-inline Status host_device_pointer(void** device, void* host) {
-  return cudaHostGetDevicePointer(device, host, 0);
-}
-inline Status host_free(void* p) { return cudaFreeHost(p); }
-inline Status stream_create_non_blocking(StreamHandle* s) {
-  return cudaStreamCreateWithFlags(s, cudaStreamNonBlocking);
-}
-inline Status stream_destroy(StreamHandle s) { return cudaStreamDestroy(s); }
-inline Status stream_synchronize(StreamHandle s) { return cudaStreamSynchronize(s); }
-inline Status stream_wait_event(StreamHandle s, EventHandle e) {
-  return cudaStreamWaitEvent(s, e, 0);
-}
-inline Status event_create(EventHandle* e, bool timed) {
-  return cudaEventCreateWithFlags(e, timed ? cudaEventDefault : cudaEventDisableTiming);
-}
-inline Status event_destroy(EventHandle e) { return cudaEventDestroy(e); }
-inline Status event_record(EventHandle e, StreamHandle s) { return cudaEventRecord(e, s); }
-inline Status event_query(EventHandle e) { return cudaEventQuery(e); }
-inline Status event_elapsed_ms(float* ms, EventHandle begin, EventHandle end) {
-  return cudaEventElapsedTime(ms, begin, end);
-}
-inline Status memcpy_async(void* dst, const void* src, std::size_t bytes, Copy kind,
-                           StreamHandle s) {
-  return cudaMemcpyAsync(dst, src, bytes, kind_of(kind), s);
-}
-inline Status memset_async(void* p, int value, std::size_t bytes, StreamHandle s) {
-  return cudaMemsetAsync(p, value, bytes, s);
-}
 inline Status pointer_info(const void* p, MemoryKind* kind, int* device) {
   cudaPointerAttributes a{};
   const Status s = cudaPointerGetAttributes(&a, p);
@@ -201,12 +161,8 @@ inline Status pointer_info(const void* p, MemoryKind* kind, int* device) {
   *device = a.device;
   return s;
 }
-inline Status stream_capturing(StreamHandle s, bool* capturing) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  const Status e = cudaStreamIsCapturing(s, &status);
-  *capturing = status == cudaStreamCaptureStatusActive;
-  return e;
-}
 #endif
 
 }  // namespace asynctp::gpu::rt
+
+#undef ASYNCTP_RT
