@@ -3,15 +3,12 @@
 #include <string>
 
 #include "asynctp/error.hpp"
+#include "gpu/check.hpp"
 
 namespace asynctp::cuda {
 
-void check_cuda(cudaError_t status, const char* what) {
-  if (status == cudaSuccess) return;
-  (void)cudaGetLastError();  // clear a non-sticky error so later calls start clean
-  throw Error(ErrorCode::backend, std::string("CUDA ") + what + ": " + cudaGetErrorName(status) +
-                                      " (" + cudaGetErrorString(status) + ")");
-}
+// The runtime layer's check, which names CUDA in a CUDA build.
+void check_cuda(cudaError_t status, const char* what) { gpu::check(status, what); }
 
 void check_cublas(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
