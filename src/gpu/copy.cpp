@@ -2,14 +2,14 @@
 
 #include <algorithm>
 
+#include "core/row_pieces.hpp"
 #include "gpu/check.hpp"
 
 namespace asynctp::gpu {
 
 std::size_t copy_piece_bytes(std::size_t bytes, std::size_t row_bytes, std::size_t max_bytes) {
-  if (bytes <= max_bytes || row_bytes == 0) return bytes;
-  const std::size_t rows = std::max<std::size_t>(1, max_bytes / row_bytes);
-  return std::min(bytes, rows * row_bytes);
+  if (row_bytes == 0) return bytes;
+  return std::min(bytes, core::rows_per_piece(row_bytes, max_bytes) * row_bytes);
 }
 
 void copy_rows(void* dst, const void* src, std::size_t bytes, std::size_t row_bytes, rt::Copy kind,

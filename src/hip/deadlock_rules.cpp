@@ -3,13 +3,14 @@
 #include <algorithm>
 
 #include "asynctp/error.hpp"
+#include "core/row_pieces.hpp"
 
 namespace asynctp::hip {
 
 std::vector<CopyPiece> copy_pieces(std::size_t rows, std::size_t row_bytes) {
   std::vector<CopyPiece> pieces;
   if (rows == 0 || row_bytes == 0) return pieces;
-  const std::size_t rows_per_piece = std::max<std::size_t>(1, kMaxCopyPieceBytes / row_bytes);
+  const std::size_t rows_per_piece = core::rows_per_piece(row_bytes, kMaxCopyPieceBytes);
   for (std::size_t row = 0; row < rows; row += rows_per_piece) {
     const std::size_t n = std::min(rows_per_piece, rows - row);
     pieces.push_back({row * row_bytes, n * row_bytes});
