@@ -23,17 +23,7 @@ bin=.devbin/gpu
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(gpu-tests nccl-tests max-connections cli-gpu readme-run bench)
 
-summary=()
-run_step() {  # run_step NAME LIMIT_S COMMAND...
-  local name=$1 limit=$2
-  shift 2
-  echo "=== $name: $*"
-  local start=$SECONDS
-  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
-  local rc=$?
-  tail -n 40 "$OUT/$name.log"
-  summary+=("$(printf '%-16s exit %3d  %4ds' "$name" "$rc" $((SECONDS - start)))")
-}
+source scripts/device/steps.sh
 
 for step in "${steps[@]}"; do
   case $step in
@@ -55,5 +45,4 @@ for step in "${steps[@]}"; do
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
-echo "=== summary"
-printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+print_summary ""

@@ -29,17 +29,7 @@ for m in 2048 4096 8192 16384 32768; do
 done
 launch() { python3 -m torch.distributed.run --standalone --nproc-per-node "$world" "$@"; }
 
-summary=()
-run_step() {  # run_step NAME LIMIT_S COMMAND...
-  local name=$1 limit=$2
-  shift 2
-  echo "=== $name: $*"
-  local start=$SECONDS
-  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
-  local rc=$?
-  tail -n 25 "$OUT/$name.log"
-  summary+=("$(printf '%-10s exit %3d  %4ds' "$name" "$rc" $((SECONDS - start)))")
-}
+source scripts/device/steps.sh
 
 machine() {
   nvidia-smi
@@ -77,5 +67,4 @@ for step in "${steps[@]}"; do
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
-echo "=== summary (W = $world)"
-printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+print_summary " (W = $world)"
