@@ -1,10 +1,10 @@
 // One rank's call after planning and agreement: everything the device work
-// needs, with every pointer resolved, for either runtime. (The GEMM kernel
-// the planner chose travels with the runtime's GemmPaths, gpu/gemm_paths.hpp.)
+// needs, with every pointer resolved, for either runtime.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "asynctp/tensor.hpp"
@@ -39,6 +39,9 @@ struct CallSpec {
   // piece j of chunk c: c * pieces + j). Finer signals shorten the native
   // GEMM's tail after the last byte arrives; see signal_pieces().
   int pieces = 1;
+  // The runtime backend's native kernel for this call (RankBackend::choose);
+  // empty unless plan.algorithm is native.
+  std::string native_kernel;
 
   std::size_t chunk_bytes() const {
     return static_cast<std::size_t>(problem.m * problem.k) * element_size(problem.dtype);

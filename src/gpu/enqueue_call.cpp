@@ -23,6 +23,7 @@
 
 #include "gpu/check.hpp"
 #include "gpu/copy.hpp"
+#include "gpu/gemm_paths.hpp"
 #include "gpu/link.hpp"
 #include "gpu/stream_memops.hpp"
 
@@ -43,7 +44,7 @@ void record(rt::EventHandle event, rt::StreamHandle stream, const char* what) {
 
 }  // namespace
 
-void enqueue_call(const CallSpec& call, RankResources& res, GemmPaths& gemm) {
+void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend) {
   const rt::StreamHandle s = call.stream;
   const int world = call.problem.world_size;
   const int rank = call.problem.rank;
@@ -94,18 +95,7 @@ void enqueue_call(const CallSpec& call, RankResources& res, GemmPaths& gemm) {
   record(res.copy_out_done.get(), res.copy_out.get(), "event record (copy out done)");
   record(res.copy_in_done.get(), res.copy_in.get(), "event record (copy in done)");
 
-  switch (call.plan.algorithm) {
-    case Algorithm::native:
-      gemm.launch_native(call, res, static_cast<const std::uint32_t*>(res.flags.get()));
-      break;
-    case Algorithm::pipelined:
-      gemm.enqueue_pipelined(call, res);
-      break;
-    case Algorithm::decomposed:
-    case Algorithm::automatic:  // the plan never leaves auto
-      gemm.enqueue_decomposed(call, res);
-      break;
-  }
+  enqueue_gemm(call, res, backend);
 
   record(res.compute_done.get(), res.compute.get(), "event record (compute done)");
   wait(s, res.copy_out_done.get(), "stream wait (copy out done)");

@@ -7,14 +7,14 @@
 #pragma once
 
 #include "gpu/call_spec.hpp"
-#include "gpu/gemm_paths.hpp"
+#include "gpu/rank_backend.hpp"
 #include "gpu/rank_resources.hpp"
 
 namespace asynctp::gpu {
 
 // Forks the side streams from call.stream, enqueues the call (the producer
-// of call.link, then `gemm`'s path for the planned algorithm) and joins them
-// back into call.stream.
-void enqueue_call(const CallSpec& call, RankResources& res, GemmPaths& gemm);
+// of call.link, then the planned GEMM on `backend`, gpu/gemm_paths.hpp) and
+// joins them back into call.stream.
+void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend);
 
 }  // namespace asynctp::gpu

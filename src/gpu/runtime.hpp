@@ -66,6 +66,8 @@ inline const char* error_name(Status s) { return ASYNCTP_RT(GetErrorName)(s); }
 inline const char* error_string(Status s) { return ASYNCTP_RT(GetErrorString)(s); }
 inline void clear_last_error() { (void)ASYNCTP_RT(GetLastError)(); }
 inline Status set_device(int device) { return ASYNCTP_RT(SetDevice)(device); }
+inline Status device_count(int* count) { return ASYNCTP_RT(GetDeviceCount)(count); }
+inline Status device_synchronize() { return ASYNCTP_RT(DeviceSynchronize)(); }
 inline Status device_malloc(void** p, std::size_t bytes) { return ASYNCTP_RT(Malloc)(p, bytes); }
 inline Status device_free(void* p) { return ASYNCTP_RT(Free)(p); }
 inline Status device_memset(void* p, int value, std::size_t bytes) {

@@ -4,11 +4,11 @@
 
 #include "asynctp/error.hpp"
 #include "gpu/check.hpp"
-#include "hip/gemm_paths.hpp"
+#include "hip/hipblas_gemm.hpp"
 
 namespace asynctp::hip {
 
-std::string unavailable_reason(int device) {
+std::string device_unavailable_reason(int device) {
   int count = 0;
   const hipError_t e = hipGetDeviceCount(&count);
   if (e != hipSuccess) {
@@ -23,7 +23,7 @@ std::string unavailable_reason(int device) {
 }
 
 HipDeviceFacts query_device_facts(int device) {
-  if (const std::string why = unavailable_reason(device); !why.empty()) {
+  if (const std::string why = device_unavailable_reason(device); !why.empty()) {
     throw Error(ErrorCode::backend, "hip: " + why);
   }
   hipDeviceProp_t props{};

@@ -1,7 +1,7 @@
 // What the HIP backend reads from the device and the process before it plans
 // (hip/backend_caps.hpp): the device's target and CUs, the hardware queues
 // (GPU_MAX_HW_QUEUES) and whether this build has a library GEMM. Built with
-// the HIP runtime (asynctp_gpu_hip); the HIP communicator to come calls it once
+// the HIP runtime (asynctp_gpu_hip); the HIP rank backend calls it once
 // per rank.
 #pragma once
 
@@ -13,9 +13,9 @@ namespace asynctp::hip {
 
 // "" when `device` is a usable HIP device; otherwise why not (no HIP driver
 // or device, no such ordinal).
-std::string unavailable_reason(int device);
+std::string device_unavailable_reason(int device);
 
-// The facts of `device`. Throws Error(backend) with unavailable_reason when
+// The facts of `device`. Throws Error(backend) with device_unavailable_reason when
 // there is no such device, Error(invalid_argument) for a bad
 // GPU_MAX_HW_QUEUES.
 HipDeviceFacts query_device_facts(int device);

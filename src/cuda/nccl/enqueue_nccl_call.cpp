@@ -2,6 +2,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/nccl/nccl_check.hpp"
+#include "gpu/gemm_paths.hpp"
 #include "gpu/stream_memops.hpp"
 
 namespace asynctp::nccl {
@@ -81,8 +82,8 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
                              static_cast<std::size_t>(call.problem.m * call.problem.k),
                              nccl_type(call.problem.dtype), context.comm, s),
                "ncclAllGather(A shards)", context.comm);
-    context.cublas->lane[0].run(s, call.gathered, call.problem.gathered_rows(), call.b,
-                                call.c_out.data);
+    gpu::library_lane(*context.backend, 0, "decomposed")
+        .run(s, call.gathered, call.problem.gathered_rows(), call.b, call.c_out.data);
   } else {
     check_cuda(
         cudaMemsetAsync(res.flags.get(), 0,
@@ -101,11 +102,7 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
     wait(res.compute.get(), res.fork.get(), "cudaStreamWaitEvent(fork)");
     pull_peer_chunks(call, context, res);  // the producer first, then the GEMM
     record(res.copy_in_done.get(), res.copy_in.get(), "cudaEventRecord(copy in done)");
-    if (call.plan.algorithm == Algorithm::native) {
-      context.gemm->launch_native(call, res, static_cast<const std::uint32_t*>(res.flags.get()));
-    } else {
-      context.gemm->enqueue_pipelined(call, res);
-    }
+    gpu::enqueue_gemm(call, res, *context.backend);  // native or pipelined
     record(res.compute_done.get(), res.compute.get(), "cudaEventRecord(compute done)");
     wait(s, res.copy_in_done.get(), "cudaStreamWaitEvent(copy in done)");
     wait(s, res.compute_done.get(), "cudaStreamWaitEvent(compute done)");

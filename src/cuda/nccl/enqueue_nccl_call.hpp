@@ -24,10 +24,10 @@
 
 #include <nccl.h>
 
-#include "cuda/gemm_paths.hpp"
 #include "cuda/nccl/device_kernels.hpp"
 #include "cuda/nccl/symmetric_workspace.hpp"
 #include "gpu/call_spec.hpp"
+#include "gpu/rank_backend.hpp"
 #include "gpu/rank_resources.hpp"
 
 namespace asynctp::nccl {
@@ -37,9 +37,9 @@ struct NcclCallContext {
   SymmetricWorkspace* workspace = nullptr;
   BarrierArgs barrier;  // everything but the stream
   const void* a_shard = nullptr;
-  void* a_gathered_out = nullptr;       // optional
-  cuda::CudaGemmPaths* gemm = nullptr;  // native and pipelined
-  cuda::CublasLanes* cublas = nullptr;  // decomposed: lane 0, on the caller's stream
+  void* a_gathered_out = nullptr;  // optional
+  // The GEMMs; decomposed runs library lane 0 on the caller's stream.
+  gpu::RankBackend* backend = nullptr;
 };
 
 void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context,

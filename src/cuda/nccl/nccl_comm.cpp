@@ -53,7 +53,7 @@ NcclComm::NcclComm(ncclComm_t comm, bool owns_comm)
       owns_comm_(owns_comm),
       rank_(comm_rank(comm)),
       world_(comm_size(comm)),
-      device_(cuda::query_device(set_device_of(comm))),
+      backend_(set_device_of(comm)),
       no_peer_access_(peer_access_problem(comm, world_)),
       res_(world_),
       workspace_(comm, rank_, world_) {
@@ -70,7 +70,7 @@ NcclComm::NcclComm(ncclComm_t comm, bool owns_comm)
 }
 
 NcclComm::~NcclComm() {
-  (void)cudaSetDevice(device_.ordinal);
+  (void)cudaSetDevice(backend_.device());
   (void)cudaDeviceSynchronize();
   // The window belongs to the communicator: give it back while both live.
   workspace_.release();
@@ -94,19 +94,19 @@ void NcclComm::check_usable() const {
   }
 }
 
-cuda::CheckedCall NcclComm::check_call(const TensorView& a_shard, const TensorView& b,
-                                       const TensorView& c_out, const TensorView* a_gathered_out,
-                                       const Options& options) const {
-  cuda::CallSite site;
-  site.device = &device_;
+gpu::CheckedCall NcclComm::check_call(const TensorView& a_shard, const TensorView& b,
+                                      const TensorView& c_out, const TensorView* a_gathered_out,
+                                      const Options& options) const {
+  gpu::CallSite site;
   site.world_size = world_;
   site.rank = rank_;
   site.no_peer_access = no_peer_access_;
-  cuda::CheckedCall out = cuda::check_call(site, a_shard, b, c_out, a_gathered_out, options);
+  gpu::CheckedCall out =
+      gpu::check_call(site, backend_, a_shard, b, c_out, a_gathered_out, options);
   if (!no_peer_access_.empty() && out.plan.algorithm == Algorithm::pipelined) {
-    cuda::fail_argument("options.algorithm",
-                        "pipelined needs this rank to pull its peers' shards, but " +
-                            no_peer_access_ + "; use auto or decomposed");
+    gpu::fail_argument("options.algorithm",
+                       "pipelined needs this rank to pull its peers' shards, but " +
+                           no_peer_access_ + "; use auto or decomposed");
   }
   return out;
 }
@@ -115,7 +115,7 @@ RunInfo NcclComm::plan_fused_all_gather_matmul(const TensorView& a_shard, const 
                                                const TensorView& c_out,
                                                const TensorView* a_gathered_out,
                                                const Options& options) const {
-  return cuda::to_run_info(check_call(a_shard, b, c_out, a_gathered_out, options).plan);
+  return gpu::to_run_info(check_call(a_shard, b, c_out, a_gathered_out, options).plan);
 }
 
 void NcclComm::wait_for_event(cudaEvent_t event, std::int64_t timeout_ms, const std::string& what) {
@@ -188,7 +188,7 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
   core::CallRecord mine;
   mine.world_size = world_;
   std::exception_ptr local_error;
-  cuda::CheckedCall checked;
+  gpu::CheckedCall checked;
   try {
     checked = check_call(a_shard, b, c_out, a_gathered_out, options);
     mine.problem = checked.problem;
@@ -205,9 +205,9 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
   const WireRecord encoded = encode(mine);
   const bool known = mine.ok && agreed_calls_.count(std::string(encoded.begin(), encoded.end()));
   if (!known && checked.capturing) {
-    cuda::fail_argument("options.stream",
-                        "is capturing a CUDA graph, but the ranks have not yet agreed on this "
-                        "call (a host round trip); make the same call once uncaptured first");
+    gpu::fail_argument("options.stream",
+                       "is capturing a CUDA graph, but the ranks have not yet agreed on this "
+                       "call (a host round trip); make the same call once uncaptured first");
   }
   if (local_error) {
     // Inside a capture no host round trip is possible: report the local
@@ -232,12 +232,13 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
   spec.stream = static_cast<cudaStream_t>(options.stream);
   spec.capturing = checked.capturing;
   spec.timeout_ms = checked.resolved.wait_timeout_ms;
-  spec.arrival_order = cuda::arrival_order(world_, rank_, options.hooks);
+  spec.arrival_order = gpu::arrival_order(world_, rank_, options.hooks);
   spec.dropped.assign(static_cast<std::size_t>(world_), false);
   for (int c : spec.arrival_order) {
     spec.dropped[static_cast<std::size_t>(c)] = options.hooks.drop && options.hooks.drop(rank_, c);
   }
   spec.pieces = checked.pieces;
+  if (checked.kernel) spec.native_kernel = checked.kernel->name;
   const std::size_t gathered_bytes = spec.chunk_bytes() * static_cast<std::size_t>(world_);
   const bool decomposed =
       spec.plan.algorithm != Algorithm::native && spec.plan.algorithm != Algorithm::pipelined;
@@ -246,24 +247,24 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
       spec.gathered = a_gathered_out->data;
     } else {
       if (checked.capturing && res_.gathered.size() < gathered_bytes) {
-        cuda::fail_argument("options.stream",
-                            "is capturing a CUDA graph, but this call would first have to "
-                            "allocate its gathered buffer; make the same call once uncaptured "
-                            "first (or pass a_gathered_out)");
+        gpu::fail_argument("options.stream",
+                           "is capturing a CUDA graph, but this call would first have to "
+                           "allocate its gathered buffer; make the same call once uncaptured "
+                           "first (or pass a_gathered_out)");
       }
       spec.gathered = res_.gathered.ensure(gathered_bytes, "cudaMalloc(gathered A)");
     }
-    if (checked.capturing && !cublas_.ready(false)) {
-      cuda::fail_argument("options.stream",
-                          "is capturing a CUDA graph, but cuBLAS is not set up yet on this "
-                          "rank; make the same call once uncaptured first");
+    if (checked.capturing && !gpu::gemm_ready(backend_, Algorithm::decomposed)) {
+      gpu::fail_argument("options.stream",
+                         "is capturing a CUDA graph, but cuBLAS is not set up yet on this "
+                         "rank; make the same call once uncaptured first");
     }
   } else {
     if (workspace_.gathered_capacity() < gathered_bytes || !workspace_.gathered()) {
       if (checked.capturing) {
-        cuda::fail_argument("options.stream",
-                            "is capturing a CUDA graph, but the symmetric workspace must grow "
-                            "first (collective); make the same call once uncaptured first");
+        gpu::fail_argument("options.stream",
+                           "is capturing a CUDA graph, but the symmetric workspace must grow "
+                           "first (collective); make the same call once uncaptured first");
       }
       synchronize();  // nothing of ours may still use the old workspace
       workspace_.ensure(gathered_bytes);
@@ -275,10 +276,11 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
       workspace_generation_seen_ = workspace_.generation();
     }
     spec.gathered = workspace_.gathered();
-    if (spec.plan.algorithm == Algorithm::pipelined && checked.capturing && !cublas_.ready(true)) {
-      cuda::fail_argument("options.stream",
-                          "is capturing a CUDA graph, but cuBLAS is not set up yet on this "
-                          "rank; make the same call once uncaptured first");
+    if (spec.plan.algorithm == Algorithm::pipelined && checked.capturing &&
+        !gpu::gemm_ready(backend_, Algorithm::pipelined)) {
+      gpu::fail_argument("options.stream",
+                         "is capturing a CUDA graph, but cuBLAS is not set up yet on this "
+                         "rank; make the same call once uncaptured first");
     }
   }
   epoch_ = core::next_epoch(epoch_);
@@ -300,9 +302,7 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
   // a chunk (one wait timeout): wait longer than that, so only a rank that
   // never comes is reported here.
   context.barrier.timeout_ns = static_cast<std::uint64_t>(2 * spec.timeout_ms + 1000) * 1'000'000u;
-  cuda::CudaGemmPaths gemm(checked.config, cublas_);
-  context.gemm = &gemm;
-  context.cublas = &cublas_;
+  context.backend = &backend_;
 
   // 4. Enqueue. A failure here leaves the ranks' device work out of step.
   try {
@@ -324,11 +324,11 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
         std::string("check, agree and enqueue (") + to_string(checked.plan.algorithm) + ")",
         call_begin, options.trace->now_us(), "\"epoch\": " + std::to_string(epoch_));
   }
-  return cuda::to_run_info(checked.plan);
+  return gpu::to_run_info(checked.plan);
 }
 
 void NcclComm::synchronize() {
-  check_cuda(cudaSetDevice(device_.ordinal), "cudaSetDevice(rank device)");
+  check_cuda(cudaSetDevice(backend_.device()), "cudaSetDevice(rank device)");
   if (pending_) {
     // The kernel's waits and both barriers are bounded; this bounds the rest.
     const std::int64_t bound_ms = 6 * pending_timeout_ms_ + 10'000;
@@ -362,7 +362,7 @@ void NcclComm::synchronize() {
   gate[0] = 1 + (gate[0] - 1) / static_cast<std::uint32_t>(pending_pieces_);
   throw Error(ErrorCode::timeout,
               "rank " + std::to_string(rank_) + ": " +
-                  cuda::native::native_gemm_error_message(
+                  backend_.native_error_message(
                       gate, static_cast<std::uint64_t>(pending_timeout_ms_) * 1'000'000u));
 }
 

@@ -1,7 +1,8 @@
 // One rank of an NCCL communicator: the Comm of asynctp/nccl.hpp. Each rank
 // has its own GPU; a peer's shard reaches it as a copy-engine pull from the
 // peer's symmetric workspace (native, pipelined) or through ncclAllGather
-// (decomposed). The GEMM side is the CUDA backend's (cuda/gemm_paths.hpp).
+// (decomposed). The GEMM side is the CUDA backend's (cuda/rank_backend.hpp,
+// gpu/gemm_paths.hpp).
 #pragma once
 
 #include <nccl.h>
@@ -13,10 +14,9 @@
 
 #include "asynctp/comm.hpp"
 #include "core/agreement.hpp"
-#include "cuda/backend_caps.hpp"
-#include "cuda/call_check.hpp"
-#include "cuda/gemm_paths.hpp"
 #include "cuda/nccl/symmetric_workspace.hpp"
+#include "cuda/rank_backend.hpp"
+#include "gpu/call_check.hpp"
 #include "gpu/rank_resources.hpp"
 #include "gpu/resources.hpp"
 
@@ -45,14 +45,14 @@ class NcclComm final : public Comm {
                                   const Options& options) override;
   void synchronize() override;
 
-  int device() const noexcept { return device_.ordinal; }
+  int device() const noexcept { return backend_.device(); }
   // Why this rank cannot pull from its peers ("" when it can).
   const std::string& no_peer_access() const noexcept { return no_peer_access_; }
 
  private:
-  cuda::CheckedCall check_call(const TensorView& a_shard, const TensorView& b,
-                               const TensorView& c_out, const TensorView* a_gathered_out,
-                               const Options& options) const;
+  gpu::CheckedCall check_call(const TensorView& a_shard, const TensorView& b,
+                              const TensorView& c_out, const TensorView* a_gathered_out,
+                              const Options& options) const;
   void agree(const core::CallRecord& mine, const std::exception_ptr& local_error,
              std::int64_t timeout_ms, cudaStream_t stream);
   void wait_for_event(cudaEvent_t event, std::int64_t timeout_ms, const std::string& what);
@@ -61,10 +61,9 @@ class NcclComm final : public Comm {
   ncclComm_t comm_;
   bool owns_comm_;
   int rank_ = 0, world_ = 1;
-  cuda::DeviceInfo device_;
+  cuda::CudaRankBackend backend_;
   std::string no_peer_access_;
   gpu::RankResources res_;
-  cuda::CublasLanes cublas_;
   SymmetricWorkspace workspace_;
   gpu::DeviceMemory barrier_state_;  // [0] generation, [1..3] error words
   gpu::DeviceMemory wire_;           // agreement records: mine, then all ranks'

@@ -1,19 +1,19 @@
-// The HIP GEMM paths (src/hip/gemm_paths) where no AMD GPU is present: the
-// kernel's arguments built from a call, the library paths refusing with the
-// reason when the build has no hipBLAS, and the native kernel's launch
-// linked in and failing cleanly without a device.
+// The AMD native kernel as the HIP rank backend launches it
+// (src/hip/native_launch) where no AMD GPU is present: the kernel's arguments
+// built from a call, its launch linked in and failing cleanly without a
+// device, its error words as text.
 //
-//   HipGemmPaths.NativeArgsFollowTheCall
+//   HipNativeLaunch.NativeArgsFollowTheCall
 //       pieces become the kernel's chunks (m / pieces rows, world x pieces
 //       chunks, pivot rank x pieces), B's strides follow its layout, the
 //       timeout is in device clock ticks, every pointer passes through.
-//   HipGemmPaths.LibraryPathsNeedHipblas
-//       without hipBLAS, the check pipelined and decomposed make first throws
-//       Error(unsupported) naming the path and hipBLAS; with it, it passes.
-//   HipGemmPaths.NativeLaunchWithoutADeviceIsAnError
+//   HipNativeLaunch.LaunchWithoutADeviceIsAnError
 //       launch_async_input_gemm (the hipcc-compiled kernel's host entry) is
 //       linked and returns an error status instead of launching.
-#include "hip/gemm_paths.hpp"
+//   HipNativeLaunch.ErrorWordsNameTheChunkAndTheEpoch
+//       no timeout -> ""; a timeout names the chunk, the flag seen, the epoch
+//       expected and the bound in ms.
+#include "hip/native_launch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -42,7 +42,7 @@ gpu::CallSpec spec_for(core::Layout b_layout) {
   return call;
 }
 
-TEST(HipGemmPaths, NativeArgsFollowTheCall) {
+TEST(HipNativeLaunch, NativeArgsFollowTheCall) {
   std::vector<std::uint16_t> a(16), b(16), c(16);
   std::uint32_t flags[8] = {};
   std::uint32_t error_words[3] = {};
@@ -74,34 +74,23 @@ TEST(HipGemmPaths, NativeArgsFollowTheCall) {
   }
 }
 
-TEST(HipGemmPaths, LibraryPathsNeedHipblas) {
-  const std::string why = hip::library_gemm_unavailable_reason();
-  if (why.empty()) {
-    EXPECT_NO_THROW(hip::require_library_gemm("pipelined"));
-    GTEST_SKIP() << "built with hipBLAS";
-  }
-  EXPECT_NE(std::string::npos, why.find("hipBLAS")) << why;
-  // The check both library paths make before touching the device.
-  for (const char* path : {"pipelined", "decomposed"}) {
-    try {
-      hip::require_library_gemm(path);
-      ADD_FAILURE() << path << " would run without hipBLAS";
-    } catch (const Error& e) {
-      EXPECT_EQ(ErrorCode::unsupported, e.code()) << e.what();
-      const std::string message = e.what();
-      EXPECT_NE(std::string::npos, message.find(std::string(path) + " on HIP")) << message;
-      EXPECT_NE(std::string::npos, message.find("hipBLAS")) << message;
-    }
-  }
-}
-
-TEST(HipGemmPaths, NativeLaunchWithoutADeviceIsAnError) {
+TEST(HipNativeLaunch, LaunchWithoutADeviceIsAnError) {
   int count = 0;
   if (hipGetDeviceCount(&count) == hipSuccess && count > 0) GTEST_SKIP() << "an AMD GPU is present";
   (void)hipGetLastError();
   hip::AsyncInputGemmArgs args;
   EXPECT_NE(hipSuccess, hip::launch_async_input_gemm(args, 1, nullptr));
   (void)hipGetLastError();
+}
+
+TEST(HipNativeLaunch, ErrorWordsNameTheChunkAndTheEpoch) {
+  const std::uint32_t none[3] = {0, 0, 0};
+  EXPECT_EQ("", hip::native_error_message(none, 1'000'000));
+  const std::uint32_t timed_out[3] = {3, 6, 7};  // chunk 2 read epoch 6, waited for 7
+  const std::string message = hip::native_error_message(timed_out, 250'000'000);
+  EXPECT_NE(std::string::npos, message.find("chunk 2 (rank 2's shard)")) << message;
+  EXPECT_NE(std::string::npos, message.find("250.000 ms")) << message;
+  EXPECT_NE(std::string::npos, message.find("flag read 6, expected epoch 7")) << message;
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
-#include "cuda/comm.hpp"
+#include "gpu/loopback_comm.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "asynctp/error.hpp"
 #include "asynctp/trace.hpp"
@@ -13,51 +14,49 @@
 #include "core/schedule.hpp"
 #include "core/signals.hpp"
 #include "core/validate.hpp"
-#include "cuda/call_check.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/gemm_paths.hpp"
+#include "gpu/call_check.hpp"
+#include "gpu/check.hpp"
 #include "gpu/enqueue_call.hpp"
 
-namespace asynctp::cuda {
+namespace asynctp::gpu {
 
-CudaComm::CudaComm(LoopbackState& group, int rank)
-    : group_(group), rank_(rank), res_(group.config.world_size) {}
+LoopbackComm::LoopbackComm(LoopbackState& group, int rank, std::unique_ptr<RankBackend> backend)
+    : group_(group), rank_(rank), backend_(std::move(backend)), res_(group.config.world_size) {}
 
-CheckedCall CudaComm::check_call(const TensorView& a_shard, const TensorView& b,
-                                 const TensorView& c_out, const TensorView* a_gathered_out,
-                                 const Options& options) const {
+CheckedCall LoopbackComm::check_call(const TensorView& a_shard, const TensorView& b,
+                                     const TensorView& c_out, const TensorView* a_gathered_out,
+                                     const Options& options) const {
   CallSite site;
-  site.device = &group_.device;
   site.world_size = group_.config.world_size;
   site.rank = rank_;
-  CheckedCall out = cuda::check_call(site, a_shard, b, c_out, a_gathered_out, options);
+  CheckedCall out = gpu::check_call(site, *backend_, a_shard, b, c_out, a_gathered_out, options);
   if (out.capturing && group_.config.serialize_ranks) {
     fail_argument("options.stream",
-                  "is capturing a CUDA graph, but LoopbackConfig::serialize_ranks orders the "
+                  "is capturing a graph, but LoopbackConfig::serialize_ranks orders the "
                   "ranks' streams through each other, which separate captures cannot hold");
   }
   return out;
 }
 
-RunInfo CudaComm::plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                               const TensorView& c_out,
-                                               const TensorView* a_gathered_out,
-                                               const Options& options) const {
+RunInfo LoopbackComm::plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
+                                                   const TensorView& c_out,
+                                                   const TensorView* a_gathered_out,
+                                                   const Options& options) const {
   return to_run_info(check_call(a_shard, b, c_out, a_gathered_out, options).plan);
 }
 
-gpu::CallSpec CudaComm::make_spec(const CheckedCall& checked, const TensorView& b,
-                                  const TensorView& c_out, const TensorView* a_gathered_out,
-                                  const Options& options) {
-  gpu::CallSpec spec;
+CallSpec LoopbackComm::make_spec(const CheckedCall& checked, const TensorView& b,
+                                 const TensorView& c_out, const TensorView* a_gathered_out,
+                                 const Options& options) {
+  CallSpec spec;
   spec.problem = checked.problem;
   spec.plan = checked.plan;
-  spec.link = group_.config.link == Link::arrival ? gpu::Link::arrival : gpu::Link::pcie;
+  spec.link = group_.config.link == loopback::Link::arrival ? Link::arrival : Link::pcie;
   spec.link_gbps = group_.config.link_gbps;
   for (const core::CallRecord& record : group_.records) spec.shards.push_back(record.shard.data);
   spec.b = b;
   spec.c_out = c_out;
-  spec.stream = static_cast<cudaStream_t>(options.stream);
+  spec.stream = static_cast<rt::StreamHandle>(options.stream);
   spec.capturing = checked.capturing;
   spec.timeout_ms = checked.resolved.wait_timeout_ms;
   spec.arrival_order = arrival_order(spec.problem.world_size, rank_, options.hooks);
@@ -67,36 +66,37 @@ gpu::CallSpec CudaComm::make_spec(const CheckedCall& checked, const TensorView& 
   }
 
   spec.pieces = checked.pieces;
+  if (checked.kernel) spec.native_kernel = checked.kernel->name;
   const std::size_t gathered_bytes =
       spec.chunk_bytes() * static_cast<std::size_t>(spec.problem.world_size);
   if (checked.capturing) {
     // Allocation and thread creation cannot happen inside a capture.
     const bool gathered_ready = a_gathered_out || res_.gathered.size() >= gathered_bytes;
-    const bool link_ready = spec.link == gpu::Link::pcie ? true : res_.clock != nullptr;
-    const bool gemm_ready = spec.plan.algorithm == Algorithm::native ||
-                            cublas_.ready(spec.plan.algorithm == Algorithm::pipelined);
-    if (!gathered_ready || !link_ready || !gemm_ready) {
-      fail_argument(
-          "options.stream",
-          "is capturing a CUDA graph, but this call would first have to allocate its "
-          "workspace, clock or cuBLAS handle; make the same call once uncaptured first (or pass "
-          "a_gathered_out)");
+    const bool link_ready = spec.link == Link::pcie ? true : res_.clock != nullptr;
+    if (!gathered_ready || !link_ready || !gemm_ready(*backend_, spec.plan.algorithm)) {
+      fail_argument("options.stream",
+                    "is capturing a graph, but this call would first have to allocate its "
+                    "workspace, clock or library GEMM handle; make the same call once uncaptured "
+                    "first (or pass "
+                    "a_gathered_out)");
     }
   }
-  spec.gathered = a_gathered_out ? a_gathered_out->data
-                                 : res_.gathered.ensure(gathered_bytes, "cudaMalloc(gathered A)");
+  spec.gathered = a_gathered_out
+                      ? a_gathered_out->data
+                      : res_.gathered.ensure(gathered_bytes, "device allocation (gathered A)");
   epoch_ = core::next_epoch(epoch_);
   spec.epoch = epoch_;
   return spec;
 }
 
-RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                          const TensorView& c_out, const TensorView* a_gathered_out,
-                                          const Options& options) {
+RunInfo LoopbackComm::fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
+                                              const TensorView& c_out,
+                                              const TensorView* a_gathered_out,
+                                              const Options& options) {
   const int world = group_.config.world_size;
   const double call_begin = options.trace ? options.trace->now_us() : 0;
   RankEvents& mine_events = *group_.events[static_cast<std::size_t>(rank_)];
-  const cudaStream_t stream = static_cast<cudaStream_t>(options.stream);
+  const rt::StreamHandle stream = static_cast<rt::StreamHandle>(options.stream);
 
   // 1. Check locally; publish the outcome even on failure (core agreement).
   core::CallRecord& mine = group_.records[static_cast<std::size_t>(rank_)];
@@ -112,8 +112,7 @@ RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
     // The shard's writers are the caller's earlier work on its stream.
     mine_events.shard_ready_recorded = false;
     if (!checked.capturing) {
-      check_cuda(cudaEventRecord(mine_events.shard_ready.get(), stream),
-                 "cudaEventRecord(shard ready)");
+      check(rt::event_record(mine_events.shard_ready.get(), stream), "event record (shard ready)");
       mine_events.shard_ready_recorded = true;
     }
     mine.ok = true;
@@ -134,22 +133,21 @@ RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
     if (turn == rank_) {
       try {
         mine_events.reads_done_recorded = false;
-        gpu::CallSpec spec = make_spec(checked, b, c_out, a_gathered_out, options);
+        CallSpec spec = make_spec(checked, b, c_out, a_gathered_out, options);
         if (group_.config.serialize_ranks && group_.chain_recorded) {
-          check_cuda(cudaStreamWaitEvent(stream, group_.chain.get(), 0),
-                     "cudaStreamWaitEvent(previous rank's call)");
+          check(rt::stream_wait_event(stream, group_.chain.get()),
+                "stream wait (previous rank's call)");
         }
         if (!checked.capturing) {
           for (int p = 0; p < world; ++p) {
             const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
             if (p != rank_ && peer.shard_ready_recorded) {
-              check_cuda(cudaStreamWaitEvent(stream, peer.shard_ready.get(), 0),
-                         "cudaStreamWaitEvent(peer shard ready)");
+              check(rt::stream_wait_event(stream, peer.shard_ready.get()),
+                    "stream wait (peer shard ready)");
             }
           }
         }
-        CudaGemmPaths gemm(checked.config, cublas_);
-        gpu::enqueue_call(spec, res_, gemm);
+        enqueue_call(spec, res_, *backend_);
         if (!checked.capturing) {
           timed_call_enqueued_ = true;
           timed_call_done_ = false;
@@ -158,12 +156,12 @@ RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
         pending_epoch_ = spec.epoch;
         pending_pieces_ = spec.pieces;
         if (!checked.capturing) {
-          check_cuda(cudaEventRecord(mine_events.reads_done.get(), stream),
-                     "cudaEventRecord(reads done)");
+          check(rt::event_record(mine_events.reads_done.get(), stream),
+                "event record (reads done)");
           mine_events.reads_done_recorded = true;
         }
         if (group_.config.serialize_ranks) {
-          check_cuda(cudaEventRecord(group_.chain.get(), stream), "cudaEventRecord(chain)");
+          check(rt::event_record(group_.chain.get(), stream), "event record (chain)");
           group_.chain_recorded = true;
         }
       } catch (...) {
@@ -181,10 +179,10 @@ RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
       for (int p = 0; p < world; ++p) {
         const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
         if (p == rank_ || !peer.reads_done_recorded) continue;
-        check_cuda(cudaStreamWaitEvent(stream, peer.reads_done.get(), 0),
-                   "cudaStreamWaitEvent(peer reads done)");
+        check(rt::stream_wait_event(stream, peer.reads_done.get()),
+              "stream wait (peer reads done)");
       }
-      check_cuda(cudaEventRecord(res_.call_done.get(), stream), "cudaEventRecord(call done)");
+      check(rt::event_record(res_.call_done.get(), stream), "event record (call done)");
       pending_ = true;
     } catch (...) {
       enqueue_error = std::current_exception();
@@ -201,17 +199,17 @@ RunInfo CudaComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
   return to_run_info(mine.plan);
 }
 
-void CudaComm::synchronize() {
-  check_cuda(cudaSetDevice(group_.config.device), "cudaSetDevice(group device)");
+void LoopbackComm::synchronize() {
+  check(rt::set_device(group_.config.device), "set device (group device)");
   if (pending_) {
     // A serialized rank also waits for the ranks before it.
     const std::int64_t bound_ms =
         (static_cast<std::int64_t>(group_.config.world_size) + 1) * pending_timeout_ms_ + 10'000;
     const auto start = std::chrono::steady_clock::now();
     while (true) {
-      const cudaError_t q = cudaEventQuery(res_.call_done.get());
-      if (q == cudaSuccess) break;
-      if (q != cudaErrorNotReady) check_cuda(q, "device work of the last call");
+      const rt::Status q = rt::event_query(res_.call_done.get());
+      if (q == rt::kSuccess) break;
+      if (q != rt::kNotReady) check(q, "device work of the last call");
       const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::steady_clock::now() - start)
                               .count();
@@ -232,33 +230,31 @@ void CudaComm::synchronize() {
   // The native kernel's gate leaves the first timed-out chunk here (graph
   // replays included); reading clears it.
   std::uint32_t words[3] = {0, 0, 0};
-  const cudaStream_t s = res_.copy_in.get();
-  check_cuda(
-      cudaMemcpyAsync(words, res_.error_words.get(), sizeof words, cudaMemcpyDeviceToHost, s),
-      "cudaMemcpyAsync(error words)");
-  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize(error words)");
+  const rt::StreamHandle s = res_.copy_in.get();
+  check(rt::memcpy_async(words, res_.error_words.get(), sizeof words, rt::Copy::device_to_host, s),
+        "copy (error words)");
+  check(rt::stream_synchronize(s), "stream synchronize (error words)");
   if (words[0] == 0) return;
   // The kernel counts signal pieces; name the chunk (= the rank) instead.
   words[0] = 1 + (words[0] - 1) / static_cast<std::uint32_t>(pending_pieces_);
-  check_cuda(cudaMemsetAsync(res_.error_words.get(), 0, sizeof words, s),
-             "cudaMemsetAsync(error words)");
-  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize(error words)");
+  check(rt::memset_async(res_.error_words.get(), 0, sizeof words, s), "memset (error words)");
+  check(rt::stream_synchronize(s), "stream synchronize (error words)");
   throw Error(ErrorCode::timeout,
               "rank " + std::to_string(rank_) + ": " +
-                  native::native_gemm_error_message(
+                  backend_->native_error_message(
                       words, static_cast<std::uint64_t>(pending_timeout_ms_) * 1'000'000u));
 }
 
-double CudaComm::last_call_ms() const {
+double LoopbackComm::last_call_ms() const {
   if (!timed_call_done_) {
     throw Error(ErrorCode::invalid_argument,
                 "rank: rank " + std::to_string(rank_) +
                     " has no uncaptured call that asynctp::synchronize saw finish");
   }
   float ms = 0;
-  check_cuda(cudaEventElapsedTime(&ms, res_.call_begin.get(), res_.call_end.get()),
-             "cudaEventElapsedTime(call begin, call end)");
+  check(rt::event_elapsed_ms(&ms, res_.call_begin.get(), res_.call_end.get()),
+        "event elapsed time (call begin, call end)");
   return ms;
 }
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::gpu

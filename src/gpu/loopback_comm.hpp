@@ -1,25 +1,27 @@
-// One virtual rank of a loopback group: the Comm the user calls.
+// One virtual rank of a loopback group (asynctp/loopback.hpp): the Comm the
+// user calls, on either runtime (the rank's RankBackend).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "asynctp/comm.hpp"
-#include "cuda/call_check.hpp"
-#include "cuda/gemm_paths.hpp"
-#include "cuda/loopback_state.hpp"
+#include "gpu/call_check.hpp"
 #include "gpu/call_spec.hpp"
+#include "gpu/loopback_state.hpp"
+#include "gpu/rank_backend.hpp"
 #include "gpu/rank_resources.hpp"
 
-namespace asynctp::cuda {
+namespace asynctp::gpu {
 
-class CudaComm final : public Comm {
+class LoopbackComm final : public Comm {
  public:
-  CudaComm(LoopbackState& group, int rank);
+  LoopbackComm(LoopbackState& group, int rank, std::unique_ptr<RankBackend> backend);
 
   int rank() const noexcept override { return rank_; }
   int world_size() const noexcept override { return group_.config.world_size; }
-  DeviceKind device_kind() const noexcept override { return DeviceKind::cuda; }
-  const char* backend_name() const noexcept override { return "cuda"; }
+  DeviceKind device_kind() const noexcept override { return backend_->device_kind(); }
+  const char* backend_name() const noexcept override { return backend_->name(); }
 
   RunInfo plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
                                        const TensorView& c_out, const TensorView* a_gathered_out,
@@ -35,13 +37,13 @@ class CudaComm final : public Comm {
  private:
   CheckedCall check_call(const TensorView& a_shard, const TensorView& b, const TensorView& c_out,
                          const TensorView* a_gathered_out, const Options& options) const;
-  gpu::CallSpec make_spec(const CheckedCall& checked, const TensorView& b, const TensorView& c_out,
-                          const TensorView* a_gathered_out, const Options& options);
+  CallSpec make_spec(const CheckedCall& checked, const TensorView& b, const TensorView& c_out,
+                     const TensorView* a_gathered_out, const Options& options);
 
   LoopbackState& group_;
   const int rank_;
-  gpu::RankResources res_;
-  CublasLanes cublas_;
+  std::unique_ptr<RankBackend> backend_;
+  RankResources res_;
   std::uint32_t epoch_ = 0;
   // The last call not yet synchronized, for synchronize()'s bound and message.
   bool pending_ = false;
@@ -54,4 +56,4 @@ class CudaComm final : public Comm {
   bool timed_call_enqueued_ = false;
 };
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::gpu

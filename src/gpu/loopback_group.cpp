@@ -3,15 +3,18 @@
 #include <string>
 #include <vector>
 
-#include "asynctp/cuda.hpp"
+// The loopback group (asynctp/loopback.hpp), over the runtime this library
+// was built for (gpu/rank_backend.hpp).
 #include "asynctp/error.hpp"
+#include "asynctp/loopback.hpp"
 #include "core/rank_threads.hpp"
-#include "cuda/backend_caps.hpp"
-#include "cuda/comm.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/loopback_state.hpp"
+#include "gpu/check.hpp"
+#include "gpu/loopback_comm.hpp"
+#include "gpu/loopback_state.hpp"
+#include "gpu/rank_backend.hpp"
+#include "gpu/runtime.hpp"
 
-namespace asynctp::cuda {
+namespace asynctp::loopback {
 namespace {
 
 constexpr int kMaxWorldSize = 64;  // virtual ranks share one GPU's memory
@@ -24,7 +27,7 @@ void check_config(const LoopbackConfig& config) {
   }
   if (config.device < 0) {
     throw Error(ErrorCode::invalid_argument,
-                "device: must be a CUDA device ordinal >= 0, got " + std::to_string(config.device));
+                "device: must be a GPU ordinal >= 0, got " + std::to_string(config.device));
   }
   if (config.link == Link::arrival && !(std::isfinite(config.link_gbps) && config.link_gbps > 0)) {
     throw Error(ErrorCode::invalid_argument,
@@ -51,50 +54,33 @@ Link parse_link(const std::string& text, const std::string& what) {
   throw Error(ErrorCode::invalid_argument, what + ": must be pcie or arrival, got '" + text + "'");
 }
 
-std::string unavailable_reason(int device) {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return std::string("no usable CUDA driver or device (cudaGetDeviceCount: ") +
-           cudaGetErrorName(e) + ")";
-  }
-  if (device < 0 || device >= count) {
-    return "no CUDA device " + std::to_string(device) + " (" + std::to_string(count) + " present)";
-  }
-  int major = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return "cannot query CUDA device " + std::to_string(device);
-  }
-  if (major < 8) {
-    return "CUDA device " + std::to_string(device) + " is sm_" + std::to_string(major) +
-           "x; bf16 GEMMs need sm_80 or newer";
-  }
-  return "";
-}
+std::string unavailable_reason(int device) { return gpu::runtime_unavailable_reason(device); }
 
 struct LoopbackGroup::State {
-  State(const LoopbackConfig& config, const DeviceInfo& device) : shared(config, device) {
+  explicit State(const LoopbackConfig& config) : shared(config) {
     for (int r = 0; r < config.world_size; ++r) {
-      comms.push_back(std::make_unique<CudaComm>(shared, r));
+      comms.push_back(
+          std::make_unique<gpu::LoopbackComm>(shared, r, gpu::make_rank_backend(config.device)));
     }
   }
-  LoopbackState shared;
-  std::vector<std::unique_ptr<CudaComm>> comms;
+  gpu::LoopbackState shared;
+  std::vector<std::unique_ptr<gpu::LoopbackComm>> comms;
 };
 
 LoopbackGroup::LoopbackGroup(const LoopbackConfig& config) {
   check_config(config);
   const std::string why = unavailable_reason(config.device);
-  if (!why.empty()) throw Error(ErrorCode::backend, "cuda loopback group: " + why);
-  check_cuda(cudaSetDevice(config.device), "cudaSetDevice(LoopbackConfig::device)");
-  state_ = std::make_unique<State>(config, query_device(config.device));
+  if (!why.empty()) {
+    throw Error(ErrorCode::backend,
+                std::string("loopback group on ") + gpu::rt::kName + " device: " + why);
+  }
+  gpu::check(gpu::rt::set_device(config.device), "set device (LoopbackConfig::device)");
+  state_ = std::make_unique<State>(config);
 }
 
 LoopbackGroup::~LoopbackGroup() {
   // Queued work may still use the ranks' buffers and streams.
-  if (state_) (void)cudaDeviceSynchronize();
+  if (state_) (void)gpu::rt::device_synchronize();
 }
 
 int LoopbackGroup::world_size() const noexcept { return state_->shared.config.world_size; }
@@ -122,9 +108,9 @@ double LoopbackGroup::last_call_ms(int rank) const {
 void LoopbackGroup::run(const std::function<void(Comm&)>& body) {
   const int device = state_->shared.config.device;
   core::run_on_rank_threads(world_size(), [&](int rank) {
-    check_cuda(cudaSetDevice(device), "cudaSetDevice(group device)");
+    gpu::check(gpu::rt::set_device(device), "set device (group device)");
     body(*state_->comms[static_cast<std::size_t>(rank)]);
   });
 }
 
-}  // namespace asynctp::cuda
+}  // namespace asynctp::loopback

@@ -1,0 +1,97 @@
+#include "cuda/rank_backend.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+
+#include "asynctp/error.hpp"
+#include "cuda/cuda_check.hpp"
+
+namespace asynctp::gpu {
+
+std::string runtime_unavailable_reason(int device) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::string("no usable CUDA driver or device (cudaGetDeviceCount: ") +
+           cudaGetErrorName(e) + ")";
+  }
+  if (device < 0 || device >= count) {
+    return "no CUDA device " + std::to_string(device) + " (" + std::to_string(count) + " present)";
+  }
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "cannot query CUDA device " + std::to_string(device);
+  }
+  if (major < 8) {
+    return "CUDA device " + std::to_string(device) + " is sm_" + std::to_string(major) +
+           "x; bf16 GEMMs need sm_80 or newer";
+  }
+  return "";
+}
+
+std::unique_ptr<RankBackend> make_rank_backend(int device) {
+  return std::make_unique<cuda::CudaRankBackend>(device);
+}
+
+}  // namespace asynctp::gpu
+
+namespace asynctp::cuda {
+
+CudaRankBackend::CudaRankBackend(int device) : info_(query_device(device)) {}
+
+gpu::BackendChoice CudaRankBackend::choose(const core::ProblemDesc& problem,
+                                           const core::ResolvedOptions& options) const {
+  const CudaCapsChoice choice = cuda_caps(info_, problem, options);
+  gpu::BackendChoice out;
+  out.caps = choice.caps;
+  if (choice.config)
+    out.kernel = gpu::NativeKernel{choice.config->name, choice.config->m_granularity};
+  return out;
+}
+
+void CudaRankBackend::launch_native(const gpu::CallSpec& call, gpu::RankResources& res,
+                                    const std::uint32_t* flags) {
+  const native::NativeGemmConfig* config = native::find_native_gemm_config(call.native_kernel);
+  if (config == nullptr) {
+    throw Error(ErrorCode::backend,
+                "native GEMM launch with unknown kernel config '" + call.native_kernel + "'");
+  }
+  native::NativeGemmArgs args;
+  args.a = call.gathered;
+  args.b = call.b.data;
+  args.b_col_major = call.problem.b_layout == core::Layout::col_major;
+  args.c = call.c_out.data;
+  // The kernel's chunks are the signal pieces: same rows, same order (the
+  // pivot chunk's first piece first), finer flags.
+  args.m_per_chunk = call.problem.m / call.pieces;
+  args.n = call.problem.n;
+  args.k = call.problem.k;
+  args.world_size = call.problem.world_size * call.pieces;
+  args.pivot = call.problem.rank * call.pieces;
+  args.chunk_flags = flags;
+  args.epoch = call.epoch;
+  args.timeout_ns = static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u;
+  args.error_words = static_cast<std::uint32_t*>(res.error_words.get());
+  args.max_sms = 0;  // the whole device: nothing the grid waits on needs an SM
+  std::string why;
+  if (!native::can_implement(*config, args, &why)) {
+    throw Error(ErrorCode::unsupported,
+                std::string("native kernel ") + config->name + " cannot run this call: " + why);
+  }
+  check_cuda(native::launch(*config, args, nullptr, res.compute.get()), "native GEMM launch");
+}
+
+gpu::LibraryGemm* CudaRankBackend::library_gemm(int lane) noexcept {
+  return lane == 0 || lane == 1 ? &cublas_[lane] : nullptr;
+}
+
+std::string CudaRankBackend::native_error_message(const std::uint32_t words[3],
+                                                  std::uint64_t timeout_ns) const {
+  return native::native_gemm_error_message(words, timeout_ns);
+}
+
+}  // namespace asynctp::cuda

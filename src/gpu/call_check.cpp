@@ -1,0 +1,103 @@
+#include "gpu/call_check.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "asynctp/error.hpp"
+#include "core/schedule.hpp"
+#include "core/validate.hpp"
+#include "gpu/call_spec.hpp"
+#include "gpu/check.hpp"
+#include "gpu/device_checks.hpp"
+
+namespace asynctp::gpu {
+
+void fail_argument(const std::string& argument, const std::string& rule) {
+  throw Error(ErrorCode::invalid_argument, argument + ": " + rule);
+}
+
+RunInfo to_run_info(const core::Plan& plan) {
+  return {plan.algorithm, plan.tile_m, plan.tile_n, plan.reason};
+}
+
+std::vector<int> arrival_order(int world, int rank, const ArrivalHooks& hooks) {
+  std::vector<int> order = core::chunk_order(world, rank);
+  if (hooks.reorder) {
+    std::vector<int> reordered = hooks.reorder(rank, order);
+    std::vector<int> sorted = reordered;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int> expected = order;
+    std::sort(expected.begin(), expected.end());
+    if (sorted != expected) {
+      fail_argument("options.hooks.reorder",
+                    "must return a permutation of the chunk order it is given");
+    }
+    order = reordered;
+  }
+  order.erase(std::remove(order.begin(), order.end(), rank), order.end());
+  return order;
+}
+
+bool gemm_ready(RankBackend& backend, Algorithm algorithm) {
+  if (algorithm == Algorithm::native) return true;
+  const LibraryGemm* lane0 = backend.library_gemm(0);
+  const LibraryGemm* lane1 = backend.library_gemm(1);
+  if (!lane0 || !lane0->ready()) return false;
+  return algorithm != Algorithm::pipelined || (lane1 && lane1->ready());
+}
+
+CheckedCall check_call(const CallSite& site, const RankBackend& backend, const TensorView& a_shard,
+                       const TensorView& b, const TensorView& c_out,
+                       const TensorView* a_gathered_out, const Options& options) {
+  const int device = backend.device();
+  check(rt::set_device(device), "set device (rank device)");
+  CheckedCall out;
+  out.resolved = core::resolve_options(options);
+  out.problem = core::validate_fused_all_gather_matmul(
+      site.world_size, site.rank, backend.device_kind(), a_shard, b, c_out, a_gathered_out);
+  check_on_device("a_shard", a_shard, device);
+  check_on_device("b", b, device);
+  check_on_device("c_out", c_out, device);
+  if (a_gathered_out) check_on_device("a_gathered_out", *a_gathered_out, device);
+
+  BackendChoice choice = backend.choose(out.problem, out.resolved);
+  if (!site.no_peer_access.empty()) {
+    choice.caps.native_supported = false;
+    choice.caps.native_unsupported_reason = site.no_peer_access;
+    choice.caps.no_overlap_reason = site.no_peer_access;
+  }
+  out.plan = core::plan(out.problem, choice.caps, out.resolved);
+  if (out.plan.algorithm == Algorithm::native) {
+    if (!choice.kernel) {
+      throw Error(ErrorCode::unsupported, "native: no kernel config can run this problem");
+    }
+    out.kernel = choice.kernel;
+  }
+  const std::size_t chunk_bytes =
+      static_cast<std::size_t>(out.problem.m * out.problem.k) * element_size(out.problem.dtype);
+  out.pieces =
+      signal_pieces(out.problem.m, chunk_bytes, out.kernel ? out.kernel->m_granularity : 1);
+  if (out.kernel) {
+    out.plan.reason += " (kernel " + out.kernel->name + ", " + std::to_string(out.pieces) +
+                       " signal" + (out.pieces > 1 ? "s" : "") + " per chunk)";
+  }
+  const std::string backend_name = backend.name();
+  if (options.hooks.before_copy) {
+    fail_argument(
+        "options.hooks.before_copy",
+        "not supported by the " + backend_name +
+            " backend (a host-side delay would only delay the enqueue); delay arrivals with "
+            "Link::arrival and a low link_gbps");
+  }
+  if (options.hooks.drop && out.plan.algorithm != Algorithm::native) {
+    fail_argument("options.hooks.drop",
+                  "the " + backend_name +
+                      " backend honours it for native only, whose waits are bounded in the "
+                      "kernel; pipelined and decomposed wait on copy events that a dropped chunk "
+                      "would never record");
+  }
+  out.capturing = stream_is_capturing(static_cast<rt::StreamHandle>(options.stream));
+  return out;
+}
+
+}  // namespace asynctp::gpu

@@ -1,0 +1,57 @@
+// The local half of a GPU call, shared by every GPU communicator (loopback
+// ranks on one GPU, NCCL ranks on many) of either runtime: argument rules,
+// device residency, the plan and its native kernel, signal pieces, capture
+// state. What the ranks must then agree on is the communicator's business.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "asynctp/options.hpp"
+#include "asynctp/tensor.hpp"
+#include "core/config.hpp"
+#include "core/planner.hpp"
+#include "core/problem.hpp"
+#include "gpu/rank_backend.hpp"
+
+namespace asynctp::gpu {
+
+struct CheckedCall {
+  core::ResolvedOptions resolved;
+  core::ProblemDesc problem;
+  core::Plan plan;
+  std::optional<NativeKernel> kernel;  // set when the plan is native
+  int pieces = 1;                      // signal pieces per chunk
+  bool capturing = false;
+};
+
+struct CallSite {
+  int world_size = 1;
+  int rank = 0;
+  // Why this rank cannot pull its peers' shards itself ("" when it can),
+  // e.g. peers on another node: then neither native nor pipelined can run,
+  // and the planner picks decomposed and says why.
+  std::string no_peer_access;
+};
+
+// Makes the backend's device current. Throws Error(invalid_argument) naming
+// the argument and its rule, or Error(unsupported) when a forced algorithm
+// cannot run.
+CheckedCall check_call(const CallSite& site, const RankBackend& backend, const TensorView& a_shard,
+                       const TensorView& b, const TensorView& c_out,
+                       const TensorView* a_gathered_out, const Options& options);
+
+// Whether the GEMM of `algorithm` has every handle it needs: a graph capture
+// cannot make one.
+bool gemm_ready(RankBackend& backend, Algorithm algorithm);
+
+RunInfo to_run_info(const core::Plan& plan);
+
+// The peers' chunks in the order the producer moves them: the schedule's
+// order (pivot first), or a test hook's permutation of it, without `rank`.
+std::vector<int> arrival_order(int world, int rank, const ArrivalHooks& hooks);
+
+[[noreturn]] void fail_argument(const std::string& argument, const std::string& rule);
+
+}  // namespace asynctp::gpu

@@ -1,0 +1,74 @@
+// What a runtime's backend gives the host orchestration that CUDA and HIP
+// share (src/gpu), for one rank: the planner's capabilities on its device,
+// its native kernel, its library GEMM. Everything else a call does (checks,
+// agreement, streams, links, signals, the pipelined and decomposed
+// schedules, graph capture) is written once above this interface.
+// Implemented by src/cuda/rank_backend.hpp (the CUTLASS kernel, cuBLAS) and
+// src/hip/rank_backend.hpp (the MFMA kernel, hipBLAS where built in).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "asynctp/tensor.hpp"
+#include "core/config.hpp"
+#include "core/planner.hpp"
+#include "core/problem.hpp"
+#include "gpu/call_spec.hpp"
+#include "gpu/library_gemm.hpp"
+#include "gpu/rank_resources.hpp"
+
+namespace asynctp::gpu {
+
+// The native kernel the backend runs a problem with.
+struct NativeKernel {
+  std::string name;
+  // Rows of a chunk that one tile covers: signal pieces must hold a whole
+  // number of them, so that no tile waits on two pieces.
+  std::int64_t m_granularity = 1;
+};
+
+struct BackendChoice {
+  core::BackendCaps caps;
+  std::optional<NativeKernel> kernel;  // set when native can run the problem
+};
+
+class RankBackend {
+ public:
+  virtual ~RankBackend() = default;
+
+  virtual DeviceKind device_kind() const noexcept = 0;
+  virtual const char* name() const noexcept = 0;  // "cuda", "hip": in messages
+  virtual int device() const noexcept = 0;        // the rank's GPU ordinal
+
+  // The planner's capabilities for `problem` and the native kernel to run it
+  // with (options may ask for a kernel tile). The device must be current.
+  virtual BackendChoice choose(const core::ProblemDesc& problem,
+                               const core::ResolvedOptions& options) const = 0;
+
+  // The native kernel on res.compute: one persistent grid that waits on
+  // `flags` (one per signal piece, set to call.epoch when the piece is in
+  // the gathered buffer) and leaves a timeout in res.error_words.
+  virtual void launch_native(const CallSpec& call, RankResources& res,
+                             const std::uint32_t* flags) = 0;
+
+  // The library GEMM of lane 0 (decomposed, pipelined's even chunks) or 1;
+  // nullptr when this build has none (the capabilities then say so).
+  virtual LibraryGemm* library_gemm(int lane) noexcept = 0;
+
+  // The native kernel's error words ([0] 1 + chunk that timed out, [1] the
+  // flag it saw, [2] the epoch it waited for) as text; "" when [0] is 0.
+  virtual std::string native_error_message(const std::uint32_t words[3],
+                                           std::uint64_t timeout_ns) const = 0;
+};
+
+// The runtime this library was built for (one per build; defined by
+// src/cuda or src/hip):
+// "" when `device` can run asynctp's GPU paths, else why not.
+std::string runtime_unavailable_reason(int device);
+// Rank state on `device`; throws Error(backend) when it cannot be used.
+std::unique_ptr<RankBackend> make_rank_backend(int device);
+
+}  // namespace asynctp::gpu
