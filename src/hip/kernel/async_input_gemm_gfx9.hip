@@ -1,5 +1,5 @@
-// The native async-input GEMM for AMD CDNA3/CDNA4, second version (v1:
-// LDS staging): correct first, not tuned. A persistent grid walks the output
+// The native async-input GEMM for AMD CDNA3/CDNA4, third version (v2: K
+// pipelined through registers; v1: LDS staging): correct first, not tuned. A persistent grid walks the output
 // tiles (256 x 256, the reference's tile) in arrival order: the pivot chunk's
 // tiles first, then the next chunk's, wrapping around (core::TileSchedule's
 // order). Before a tile's first load, one lane of every wave acquires the
@@ -11,8 +11,10 @@
 // 128 x 128 outputs as 4 x 4 blocks of the 32x32x8 bf16 matrix instruction,
 // reading its operands from LDS 8 bytes per lane; results are written as
 // bf16 rounded to nearest even. The index arithmetic is the functions of
-// mfma_layout.hpp and lds_layout.hpp, which the CPU emulation tests. Next:
-// double buffering (load step k+1 while computing step k), then measuring.
+// mfma_layout.hpp and lds_layout.hpp, which the CPU emulation tests. v2
+// pipelines K through registers: step k+1's global loads are in flight while
+// step k's matrix instructions run (bench/NOTES.md, "AMD kernel v2"). Next:
+// measuring, on an AMD GPU.
 //
 // Grid: the caller sizes it with layout::persistent_grid (a CU per shader
 // engine left free for the signal writes and copies HIP runs as kernels).
@@ -49,31 +51,59 @@ __device__ std::uint16_t element(const u32x4& v, int i) {
   return static_cast<std::uint16_t>(v[i / 2] >> (16 * (i % 2)));
 }
 
-// One K step of the block tile into LDS (lds_layout.hpp): A as [row][k], B as
-// [column][k]; every thread its 4 + 4 vectors.
-__device__ void stage_k_step(const AsyncInputGemmArgs& args, std::int64_t rows,
-                             std::int64_t tile_row, std::int64_t tile_col, std::int64_t k0,
+// One K step of the block tile as this thread's share of it: 4 vectors of A
+// and 4 of B, held in registers between the global loads and the LDS stores,
+// so that the next step's loads are in flight while the current step's
+// matrix instructions run.
+struct StepVectors {
+  u32x4 a[lds::kAVectorsPerThread];
+  u32x4 b[lds::kBVectorsPerThread];
+};
+
+__device__ StepVectors load_k_step(const AsyncInputGemmArgs& args, std::int64_t rows,
+                                   std::int64_t tile_row, std::int64_t tile_col,
+                                   std::int64_t k0) {
+  const int thread = static_cast<int>(threadIdx.x);
+  StepVectors out;
+  for (int v = 0; v < lds::kAVectorsPerThread; ++v) {
+    const RowCol e = lds::a_vector(thread, v);
+    const std::int64_t row = tile_row + e.row, k = k0 + e.col;
+    out.a[v] = load_vector(args.a + row * args.k + k, row < rows && k < args.k);
+  }
+  for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
+    if (args.b_col_stride == 1) {  // B row-major: vectors along the columns
+      const RowCol e = lds::b_vector_row_major(thread, v);  // {k, first column}
+      const std::int64_t k = k0 + e.row, col = tile_col + e.col;
+      out.b[v] = load_vector(args.b + k * args.b_row_stride + col, k < args.k && col < args.n);
+    } else {  // B column-major: vectors along k
+      const RowCol e = lds::b_vector_col_major(thread, v);  // {first k, column}
+      const std::int64_t k = k0 + e.row, col = tile_col + e.col;
+      out.b[v] = load_vector(args.b + col * args.b_col_stride + k, k < args.k && col < args.n);
+    }
+  }
+  return out;
+}
+
+// This thread's share of a K step into LDS (lds_layout.hpp): A as [row][k],
+// B as [column][k] (a row-major B's vectors transposed element by element).
+__device__ void store_k_step(const AsyncInputGemmArgs& args, const StepVectors& in,
                              std::uint16_t* stage) {
   const int thread = static_cast<int>(threadIdx.x);
   for (int v = 0; v < lds::kAVectorsPerThread; ++v) {
     const RowCol e = lds::a_vector(thread, v);
-    const std::int64_t row = tile_row + e.row, k = k0 + e.col;
-    *reinterpret_cast<u32x4*>(stage + lds::a_offset(e.row, e.col)) =
-        load_vector(args.a + row * args.k + k, row < rows && k < args.k);
+    *reinterpret_cast<u32x4*>(stage + lds::a_offset(e.row, e.col)) = in.a[v];
   }
-  if (args.b_col_stride == 1) {  // B row-major: vectors along the columns, transposed into LDS
+  if (args.b_col_stride == 1) {
     for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
-      const RowCol e = lds::b_vector_row_major(thread, v);  // {k, first column}
-      const std::int64_t k = k0 + e.row, col = tile_col + e.col;
-      const u32x4 x = load_vector(args.b + k * args.b_row_stride + col, k < args.k && col < args.n);
-      for (int i = 0; i < lds::kVector; ++i) stage[lds::b_offset(e.col + i, e.row)] = element(x, i);
+      const RowCol e = lds::b_vector_row_major(thread, v);
+      for (int i = 0; i < lds::kVector; ++i) {
+        stage[lds::b_offset(e.col + i, e.row)] = element(in.b[v], i);
+      }
     }
-  } else {  // B column-major: vectors along k, as LDS holds them
+  } else {
     for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
-      const RowCol e = lds::b_vector_col_major(thread, v);  // {first k, column}
-      const std::int64_t k = k0 + e.row, col = tile_col + e.col;
-      *reinterpret_cast<u32x4*>(stage + lds::b_offset(e.col, e.row)) =
-          load_vector(args.b + col * args.b_col_stride + k, k < args.k && col < args.n);
+      const RowCol e = lds::b_vector_col_major(thread, v);
+      *reinterpret_cast<u32x4*>(stage + lds::b_offset(e.col, e.row)) = in.b[v];
     }
   }
 }
@@ -150,10 +180,18 @@ __global__ void __launch_bounds__(BlockTile::waves* layout::kWaveLanes)
     for (int bm = 0; bm < BlockTile::blocks_m; ++bm) {
       for (int bn = 0; bn < BlockTile::blocks_n; ++bn) acc[bm][bn] = floatx16{};
     }
+    // Software pipeline over K: step k0 goes from registers into LDS, then
+    // step k0 + 32's global loads are issued before step k0's matrix
+    // instructions, so their latency hides under the arithmetic (one LDS
+    // stage: two would not fit beside the 256 x 256 tile's 64 KiB limit).
+    StepVectors next = load_k_step(args, rows, tile_row, tile_col, 0);
     for (std::int64_t k0 = 0; k0 < args.k; k0 += BlockTile::k) {
       __syncthreads();  // every wave is done reading the previous step's stage
-      stage_k_step(args, rows, tile_row, tile_col, k0, stage);
+      store_k_step(args, next, stage);
       __syncthreads();  // the whole stage is written
+      if (k0 + BlockTile::k < args.k) {
+        next = load_k_step(args, rows, tile_row, tile_col, k0 + BlockTile::k);
+      }
       for (int step = 0; step < BlockTile::k_steps; ++step) {
         bf16x4 a_items[BlockTile::blocks_m];
         bf16x4 b_items[BlockTile::blocks_n];
