@@ -1,9 +1,8 @@
 // A virtual rank's own device resources, made once and reused by every call:
 // side streams, per-chunk events, signal flags, error words, the gathered
 // workspace, the pinned bounce buffer of the PCIe link and
-// the arrival clock (made on first use). The GEMM's own state (cuBLAS
-// handles, ...) is the communicator's, lent to each call through the
-// runtime's GemmPaths (gpu/gemm_paths.hpp).
+// the arrival clock (made on first use). The GEMM's own state (cuBLAS or
+// hipBLAS handles) is the rank's RankBackend's (gpu/rank_backend.hpp).
 #pragma once
 
 #include <memory>
