@@ -9,6 +9,9 @@
 
 #include <cstddef>
 #include <limits>
+#include <string>
+
+#include "asynctp/tensor.hpp"
 
 #if defined(ASYNCTP_GPU_HIP)
 #include <hip/hip_runtime_api.h>
@@ -35,11 +38,15 @@ inline constexpr Status kSuccess = ASYNCTP_RT(Success);
 inline constexpr Status kNotReady = ASYNCTP_RT(ErrorNotReady);
 #if defined(ASYNCTP_GPU_HIP)
 inline constexpr const char* kName = "HIP";
+inline constexpr const char* kBackendName = "hip";  // as users name the backend
+inline constexpr DeviceKind kDeviceKind = DeviceKind::hip;
 // HIP runs small copies as kernels; the producer keeps each copy to whole
 // rows of at most 1 MiB (src/hip/deadlock_rules.hpp, kMaxCopyPieceBytes).
 inline constexpr std::size_t kMaxCopyBytes = std::size_t{1} << 20;
 #else
 inline constexpr const char* kName = "CUDA";
+inline constexpr const char* kBackendName = "cuda";
+inline constexpr DeviceKind kDeviceKind = DeviceKind::cuda;
 // No limit: a CUDA copy is one operation however large.
 inline constexpr std::size_t kMaxCopyBytes = std::numeric_limits<std::size_t>::max();
 #endif
@@ -68,6 +75,19 @@ inline void clear_last_error() { (void)ASYNCTP_RT(GetLastError)(); }
 inline Status set_device(int device) { return ASYNCTP_RT(SetDevice)(device); }
 inline Status device_count(int* count) { return ASYNCTP_RT(GetDeviceCount)(count); }
 inline Status device_synchronize() { return ASYNCTP_RT(DeviceSynchronize)(); }
+inline Status mem_get_info(std::size_t* free, std::size_t* total) {
+  return ASYNCTP_RT(MemGetInfo)(free, total);
+}
+inline Status device_name(int device, std::string* name) {
+#if defined(ASYNCTP_GPU_HIP)
+  hipDeviceProp_t props{};
+#else
+  cudaDeviceProp props{};
+#endif
+  const Status s = ASYNCTP_RT(GetDeviceProperties)(&props, device);
+  if (s == kSuccess) *name = props.name;
+  return s;
+}
 inline Status device_malloc(void** p, std::size_t bytes) { return ASYNCTP_RT(Malloc)(p, bytes); }
 inline Status device_free(void* p) { return ASYNCTP_RT(Free)(p); }
 inline Status device_memset(void* p, int value, std::size_t bytes) {
@@ -108,6 +128,7 @@ inline Status event_create(EventHandle* e, bool timed) {
 inline Status event_destroy(EventHandle e) { return ASYNCTP_RT(EventDestroy)(e); }
 inline Status event_record(EventHandle e, StreamHandle s) { return ASYNCTP_RT(EventRecord)(e, s); }
 inline Status event_query(EventHandle e) { return ASYNCTP_RT(EventQuery)(e); }
+inline Status event_synchronize(EventHandle e) { return ASYNCTP_RT(EventSynchronize)(e); }
 inline Status event_elapsed_ms(float* ms, EventHandle begin, EventHandle end) {
   return ASYNCTP_RT(EventElapsedTime)(ms, begin, end);
 }

@@ -93,7 +93,10 @@ TEST(CliHelp, HelpWinsOverOtherFlagsAndRunsNothing) {
 TEST(CliHelp, VersionPrintsTheProjectVersion) {
   const ToolResult r = run_tool({"--version"});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, "asynctp 0.1.0\n");
+  // The version, then the GPU backend this binary was built with.
+  EXPECT_EQ(r.out.rfind("asynctp 0.1.0\nGPU backend: ", 0), 0u) << r.out;
+  const std::string gpu = r.out.substr(std::string("asynctp 0.1.0\nGPU backend: ").size());
+  EXPECT_TRUE(gpu == "cuda\n" || gpu == "hip\n" || gpu == "none\n") << r.out;
 }
 
 }  // namespace

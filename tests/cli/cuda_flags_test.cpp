@@ -44,10 +44,10 @@ void expect_usage_error(const std::string& command, const BadInput& c) {
 TEST(CliCudaFlags, CudaOnlyFlagsWithTheCpuBackendNameTheFlag) {
   const std::vector<BadInput> cases = {
       {{"--backend", "cpu", "--link", "pcie"},
-       {"--link: only with the cuda backend", "not with --backend cpu"}},
+       {"--link: only with a GPU backend", "not with --backend cpu"}},
       {{"--backend", "cpu", "--link", "arrival", "--link-gbps", "100"},
-       {"--link: only with the cuda backend"}},
-      {{"--backend", "cpu", "--device", "0"}, {"--device: only with the cuda backend"}},
+       {"--link: only with a GPU backend"}},
+      {{"--backend", "cpu", "--device", "0"}, {"--device: only with a GPU backend"}},
       {{"--backend", "cuda", "--workers", "2"}, {"--workers: only with the cpu backend"}},
   };
   for (const BadInput& c : cases) expect_usage_error("run", c);
@@ -61,8 +61,8 @@ TEST(CliCudaFlags, AutoFallingBackToCpuRefusesCudaOnlyFlagsAndSaysWhy) {
     const std::vector<std::string> args = {"run", flag, flag == "--link" ? "pcie" : "0"};
     const ToolResult r = run_tool(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_TRUE(contains(r.err, flag + ": only with the cuda backend, and --backend auto chose "
-                                       "cpu because "))
+    EXPECT_TRUE(contains(r.err, flag + ": only with a GPU backend (cuda or hip), and --backend "
+                                       "auto chose cpu because "))
         << r.err;
     // The reason is the real one: no CUDA backend in this binary, or no GPU.
     EXPECT_TRUE(contains(r.err, "built without the CUDA backend") || contains(r.err, "GPU") ||
@@ -87,9 +87,9 @@ TEST(CliCudaFlags, BadCudaFlagValuesExitTwoNamingTheFlagAndRule) {
       {{"--backend", "cuda", "--link-gbps", "100"}, {"--link-gbps: only with --link arrival"}},
       {{"--backend", "cuda", "--link", "pcie", "--link-gbps", "100"},
        {"--link-gbps: only with --link arrival"}},
-      {{"--backend", "cuda", "--device", "-1"}, {"--device: must be a CUDA device ordinal"}},
+      {{"--backend", "cuda", "--device", "-1"}, {"--device: must be a GPU device ordinal"}},
       {{"--backend", "cuda", "--device", "gpu0"}, {"--device:", "gpu0"}},
-      {{"--backend", "rocm"}, {"--backend: must be auto, cpu or cuda", "rocm"}},
+      {{"--backend", "rocm"}, {"--backend: must be auto, cpu, cuda or hip", "rocm"}},
   };
   for (const BadInput& c : cases) expect_usage_error("run", c);
 }
@@ -106,6 +106,21 @@ TEST(CliCudaFlags, BackendCudaWithoutAGpuFailsClearly) {
       << r.err;
   EXPECT_FALSE(contains(r.err, "internal error")) << r.err;
   EXPECT_TRUE(r.out.empty()) << "nothing was measured:\n" << r.out;
+}
+
+// A GPU backend this binary lacks is bad usage: hip in a CUDA (or CPU-only)
+// build, cuda in a ROCm build.
+TEST(CliCudaFlags, BackendHipWhereNotBuiltIsBadUsage) {
+  const ToolResult version = run_tool({"--version"});
+  if (contains(version.out, "GPU backend: hip")) GTEST_SKIP() << "a ROCm build has it";
+  const ToolResult r = run_tool(
+      {"run", "--backend", "hip", "--world-size", "2", "-m", "512", "-n", "64", "-k", "64"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "--backend: hip: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "built without the HIP backend") ||
+              contains(r.err, "built without the CUDA backend"))
+      << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
 TEST(CliBench, WithoutAGpuExitsOneSayingWhy) {
@@ -143,7 +158,7 @@ TEST(CliCudaHelp, EveryHelpDocumentsTheCudaFlags) {
   const ToolResult main = run_tool({"--help"});
   ASSERT_EQ(main.exit_code, 0) << main.err;
   for (const char* word :
-       {"asynctp bench", "auto|cpu|cuda", "--link pcie|arrival", "--link pcie|arrival|both",
+       {"asynctp bench", "auto|cpu|cuda|hip", "--link pcie|arrival", "--link pcie|arrival|both",
         "--link-gbps", "--device", "asynchronous", "serialized", "pcie", "arrival"}) {
     EXPECT_TRUE(contains(main.out, word)) << word;
   }
@@ -151,9 +166,10 @@ TEST(CliCudaHelp, EveryHelpDocumentsTheCudaFlags) {
   const ToolResult run = run_tool({"run", "--help"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   for (const char* word :
-       {"auto|cpu|cuda", "--link L", "pcie|arrival", "--link-gbps X", "(default 400)", "--device N",
-        "cuda backend only", "cpu backend only", "asynchronous", "serialized",
-        "each call's own span", "LoopbackGroup::last_call_ms", "pinned host", "(i + 1) * chunk bytes / --link-gbps"}) {
+       {"auto|cpu|cuda|hip", "--link L", "pcie|arrival", "--link-gbps X", "(default 400)",
+        "--device N", "GPU backend only", "cpu backend only", "asynchronous", "serialized",
+        "each call's own span", "LoopbackGroup::last_call_ms", "pinned host",
+        "(i + 1) * chunk bytes / --link-gbps"}) {
     EXPECT_TRUE(contains(run.out, word)) << word;
   }
 

@@ -2,24 +2,38 @@
 
 #include "asynctp/error.hpp"
 #include "cpu_backend.hpp"
-#include "cuda_entry.hpp"
 #include "flag_values.hpp"
+#include "gpu_entry.hpp"
 #include "nccl_entry.hpp"
 
 namespace asynctp::tool {
 namespace {
 
-std::unique_ptr<Backend> cuda_backend(const RunArgs& args) {
-  if (!cuda_entry::built()) {
-    fail("--backend", "cuda: " + cuda_entry::unavailable_reason(args.device_or_default()));
+const char* name_of(BackendChoice choice) { return choice == BackendChoice::hip ? "hip" : "cuda"; }
+
+// Why this binary cannot run the GPU backend `wanted` at all ("" when it has it).
+std::string not_built(const std::string& wanted) {
+  const std::string have = gpu_entry::runtime();
+  if (have == wanted) return "";
+  if (have.empty()) return gpu_entry::unavailable_reason(0);
+  if (wanted == "hip") {
+    return "this binary was built without the HIP backend (its GPU backend is " + have +
+           "); a ROCm build (ROCm 6+, ASYNCTP_ROCM_ARCH=gfx942 or gfx950) has it";
   }
-  if (const std::string why = cuda_entry::unavailable_reason(args.device_or_default());
+  return "this binary was built without the CUDA backend (its GPU backend is " + have +
+         ", a ROCm build)";
+}
+
+std::unique_ptr<Backend> gpu_backend(const RunArgs& args, const std::string& wanted) {
+  if (const std::string why = not_built(wanted); !why.empty())
+    fail("--backend", wanted + ": " + why);
+  if (const std::string why = gpu_entry::unavailable_reason(args.device_or_default());
       !why.empty()) {
-    throw Error(ErrorCode::backend, "--backend cuda: no usable GPU at --device " +
+    throw Error(ErrorCode::backend, "--backend " + wanted + ": no usable GPU at --device " +
                                         std::to_string(args.device_or_default()) + ": " + why);
   }
   if (args.workers_given) {
-    fail("--workers", "only with the cpu backend (--backend auto chose cuda)");
+    fail("--workers", "only with the cpu backend (--backend auto chose " + wanted + ")");
   }
   if (nccl_entry::launch_from_env()) {
     if (args.device) {
@@ -27,7 +41,7 @@ std::unique_ptr<Backend> cuda_backend(const RunArgs& args) {
     }
     return nccl_entry::make_launched_backend(args);
   }
-  if (cuda_link_for(args) == LinkChoice::nccl) {
+  if (gpu_link_for(args) == LinkChoice::nccl) {
     if (args.device) {
       fail("--device",
            "only with the loopback links (pcie, arrival): --link nccl runs rank r on "
@@ -38,14 +52,15 @@ std::unique_ptr<Backend> cuda_backend(const RunArgs& args) {
     }
     return nccl_entry::make_backend(args);
   }
-  return cuda_entry::make_backend(args);
+  return gpu_entry::make_backend(args);
 }
 
 // auto falls back to cpu; a CUDA-only flag then has nothing to act on, and
 // silently dropping it would measure something else than was asked.
-std::unique_ptr<Backend> cpu_backend(const RunArgs& args, const std::string& why_not_cuda) {
-  if (const auto flag = args.first_cuda_only_flag()) {
-    fail(*flag, "only with the cuda backend, and --backend auto chose cpu because " + why_not_cuda);
+std::unique_ptr<Backend> cpu_backend(const RunArgs& args, const std::string& why_not_gpu) {
+  if (const auto flag = args.first_gpu_only_flag()) {
+    fail(*flag, "only with a GPU backend (cuda or hip), and --backend auto chose cpu because " +
+                    why_not_gpu);
   }
   return make_cpu_backend(args);
 }
@@ -65,7 +80,7 @@ bool adopt_launcher(RunArgs& args) {
   if (!launch) return false;
   // auto without a usable GPU runs on the cpu backend, launcher or not.
   if (args.backend == BackendChoice::automatic &&
-      !cuda_entry::unavailable_reason(args.device_or_default()).empty()) {
+      !gpu_entry::unavailable_reason(args.device_or_default()).empty()) {
     return false;
   }
   if (args.world_size_given && args.world_size != launch->world_size) {
@@ -89,7 +104,7 @@ bool adopt_launcher(RunArgs& args) {
   return true;
 }
 
-LinkChoice cuda_link_for(const RunArgs& args) {
+LinkChoice gpu_link_for(const RunArgs& args) {
   if (args.link) return *args.link;
   if (nccl_entry::launch_from_env()) return LinkChoice::nccl;
   if (args.world_size > 1 && !args.device &&
@@ -102,12 +117,13 @@ LinkChoice cuda_link_for(const RunArgs& args) {
 std::unique_ptr<Backend> make_backend(const RunArgs& args) {
   switch (args.backend) {
     case BackendChoice::cuda:
-      return cuda_backend(args);
+    case BackendChoice::hip:
+      return gpu_backend(args, name_of(args.backend));
     case BackendChoice::cpu:
       return make_cpu_backend(args);
     case BackendChoice::automatic: {
-      const std::string why = cuda_entry::unavailable_reason(args.device_or_default());
-      return why.empty() ? cuda_backend(args) : cpu_backend(args, why);
+      const std::string why = gpu_entry::unavailable_reason(args.device_or_default());
+      return why.empty() ? gpu_backend(args, gpu_entry::runtime()) : cpu_backend(args, why);
     }
   }
   return nullptr;

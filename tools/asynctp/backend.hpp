@@ -1,7 +1,7 @@
 // The backend a run executes on: where the ranks run, where their tensors
 // live and how a call is timed. run_command is written once against this
-// interface; cpu_backend.cpp and (when the library has it) cuda_backend.cpp
-// implement it.
+// interface; cpu_backend.cpp, loopback_backend.cpp (when the library has a
+// GPU backend) and nccl_backend.cpp implement it.
 #pragma once
 
 #include <functional>
@@ -76,21 +76,22 @@ class Backend {
   virtual std::vector<double> time_calls(int total, const CallFn& call, const BeforeFn& before) = 0;
 };
 
-// The backend --backend names (auto: cuda when built in and usable, else
-// cpu). Throws UsageError when a flag does not fit the backend chosen (naming
-// the flag), asynctp::Error when the backend cannot start (no usable GPU for
-// --backend cuda, a bad ASYNCTP_CPU_WORKERS).
+// The backend --backend names (auto: this binary's GPU backend, cuda or hip,
+// when built in and usable, else cpu). Throws UsageError when a flag does not
+// fit the backend chosen (naming the flag) or the binary lacks the GPU backend
+// named, asynctp::Error when the backend cannot start (no usable GPU, a bad
+// ASYNCTP_CPU_WORKERS).
 std::unique_ptr<Backend> make_backend(const RunArgs& args);
 
-// The link a cuda-backend run uses: --link when given; otherwise nccl (one
+// The link a GPU-backend run uses: --link when given; otherwise nccl (one
 // rank per GPU) when W > 1 and this process sees W GPUs that can run NCCL
 // ranks and no --device was named, else the pcie loopback model on one GPU.
-LinkChoice cuda_link_for(const RunArgs& args);
+LinkChoice gpu_link_for(const RunArgs& args);
 
 // The lowest rank this process holds.
 int first_held_rank(const Backend& backend);
 
-// Under a launcher (one process per rank) on the cuda backend: takes the
+// Under a launcher (one process per rank) on a GPU backend: takes the
 // world size from the launcher (a different --world-size is a UsageError)
 // and, without --seed, the job's seed. Returns whether a launcher was found.
 bool adopt_launcher(RunArgs& args);

@@ -86,9 +86,9 @@ BenchArgs parse_bench_args(const std::vector<std::string>& args) {
               flag, v, 0, kMaxIters,
               "must be a non-negative integer (at most " + std::to_string(kMaxIters) + ")"));
         } else if (flag == "--device") {
-          out.device = static_cast<int>(parse_int(
-              flag, v, 0, kMaxDevice,
-              "must be a CUDA device ordinal in [0, " + std::to_string(kMaxDevice) + "]"));
+          out.device = static_cast<int>(
+              parse_int(flag, v, 0, kMaxDevice,
+                        "must be a GPU device ordinal in [0, " + std::to_string(kMaxDevice) + "]"));
         } else if (flag == "--seed") {
           out.seed = parse_seed(flag, v);
           out.seed_given = true;

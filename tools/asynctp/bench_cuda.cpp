@@ -10,8 +10,8 @@
 #include "bench_report.hpp"
 #include "core/reference.hpp"
 #include "cuda/cublas_gemm.hpp"
-#include "cuda_backend.hpp"
-#include "cuda_entry.hpp"
+#include "gpu_entry.hpp"
+#include "loopback_backend.hpp"
 #include "measure.hpp"
 #include "nccl_entry.hpp"
 #include "parallel.hpp"
@@ -105,9 +105,9 @@ class GemmBaseline {
       std::memcpy(static_cast<char*>(host_a.data()) + r * shard_bytes, b.host[r].a_shard.data,
                   shard_bytes);
     }
-    cuda_check(cudaSetDevice(device_b_.device.index), "cudaSetDevice(rank 0's GPU)");
+    device_check(cudaSetDevice(device_b_.device.index), "cudaSetDevice(rank 0's GPU)");
     a_.upload(host_a.data(), stream_.get(), "the cuBLAS baseline's gathered A");
-    cuda_check(cudaStreamSynchronize(stream_.get()), "the cuBLAS baseline's upload");
+    device_check(cudaStreamSynchronize(stream_.get()), "the cuBLAS baseline's upload");
   }
 
   CheckResult check() {
@@ -116,7 +116,7 @@ class GemmBaseline {
     c_.upload(host_c.data, stream_.get(), "the poisoned C");
     run();
     c_.download(host_c.data, stream_.get(), "the cuBLAS baseline's C");
-    cuda_check(cudaStreamSynchronize(stream_.get()), "the checked cuBLAS GEMM");
+    device_check(cudaStreamSynchronize(stream_.get()), "the checked cuBLAS GEMM");
     return check_gemm(host_c, b_.references->front());
   }
 
@@ -129,16 +129,14 @@ class GemmBaseline {
       run();
       end[i].record(stream_.get());
     }
-    cuda_check(cudaStreamSynchronize(stream_.get()), "the timed cuBLAS GEMMs");
+    device_check(cudaStreamSynchronize(stream_.get()), "the timed cuBLAS GEMMs");
     std::vector<double> ms;
     for (std::size_t i = 0; i < begin.size(); ++i) ms.push_back(end[i].ms_since(begin[i]));
     return ms;
   }
 
  private:
-  void run() {
-    gemm_.run(stream_.get(), a_.data(), b_.args.m_global, device_b_, c_.data());
-  }
+  void run() { gemm_.run(stream_.get(), a_.data(), b_.args.m_global, device_b_, c_.data()); }
 
   Bench& b_;
   const TensorView device_b_;
@@ -165,7 +163,7 @@ BenchLink measure_link(Bench& b, LinkChoice link) {
     }
     backend = nccl_entry::make_backend(run);
   } else {
-    backend = std::make_unique<CudaBackend>(run);
+    backend = std::make_unique<LoopbackBackend>(run);
   }
   b.progress.set(label_of(link, "setup") + "copying the inputs to the device");
   backend->place(b.host);
@@ -188,8 +186,8 @@ BenchLink measure_link(Bench& b, LinkChoice link) {
   gemm.time(b.args.warmup * gemms_per_round);
 
   for (int round = 0; round < b.args.iters; ++round) {
-    const std::string of = "round " + std::to_string(round + 1) + "/" +
-                           std::to_string(b.args.iters) + " ";
+    const std::string of =
+        "round " + std::to_string(round + 1) + "/" + std::to_string(b.args.iters) + " ";
     for (BenchAlgorithm& row : out.algorithms) {
       if (!row.available) continue;
       const Timed timed = timed_calls(*backend, options_for(b, row.algorithm), 0, 1, b.progress,
@@ -208,7 +206,7 @@ BenchLink measure_link(Bench& b, LinkChoice link) {
 
 }  // namespace
 
-namespace cuda_entry {
+namespace gpu_entry {
 
 int bench(BenchArgs args, const std::string& command_line) {
   if (const std::string why = cuda::unavailable_reason(args.device); !why.empty()) {
@@ -240,7 +238,7 @@ int bench(BenchArgs args, const std::string& command_line) {
   }
   {
     cudaDeviceProp props{};
-    cuda_check(cudaGetDeviceProperties(&props, args.device), "cudaGetDeviceProperties");
+    device_check(cudaGetDeviceProperties(&props, args.device), "cudaGetDeviceProperties");
     report.device_name = props.name;
   }
   progress.finish();
@@ -249,6 +247,6 @@ int bench(BenchArgs args, const std::string& command_line) {
   return report.checks_ok() ? 0 : 1;
 }
 
-}  // namespace cuda_entry
+}  // namespace gpu_entry
 
 }  // namespace asynctp::tool

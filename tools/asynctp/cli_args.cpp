@@ -34,7 +34,8 @@ BackendChoice parse_backend(const std::string& text) {
   if (text == "auto") return BackendChoice::automatic;
   if (text == "cpu") return BackendChoice::cpu;
   if (text == "cuda") return BackendChoice::cuda;
-  fail("--backend", "must be auto, cpu or cuda, got '" + text + "'");
+  if (text == "hip") return BackendChoice::hip;
+  fail("--backend", "must be auto, cpu, cuda or hip, got '" + text + "'");
 }
 
 const FlagSpec& run_flags() {
@@ -45,7 +46,7 @@ const FlagSpec& run_flags() {
   return spec;
 }
 
-// Rules between flags, checked once all are read. Whether the cuda backend
+// Rules between flags, checked once all are read. Whether a GPU backend
 // exists here is not known yet (auto decides at run time): only an explicit
 // --backend cpu is judged now.
 void check_combinations(const RunArgs& out) {
@@ -54,12 +55,13 @@ void check_combinations(const RunArgs& out) {
                    std::to_string(out.m_global));
   }
   if (out.backend == BackendChoice::cpu) {
-    if (const auto flag = out.first_cuda_only_flag()) {
-      fail(*flag, "only with the cuda backend (--backend cuda or auto), not with --backend cpu");
+    if (const auto flag = out.first_gpu_only_flag()) {
+      fail(*flag, "only with a GPU backend (--backend cuda, hip or auto), not with --backend cpu");
     }
   }
-  if (out.backend == BackendChoice::cuda && out.workers_given) {
-    fail("--workers", "only with the cpu backend (the cuda backend's GEMMs run on the GPU)");
+  if ((out.backend == BackendChoice::cuda || out.backend == BackendChoice::hip) &&
+      out.workers_given) {
+    fail("--workers", "only with the cpu backend (a GPU backend's GEMMs run on the GPU)");
   }
   if (out.link_gbps && out.link_or_default() != LinkChoice::arrival) {
     fail("--link-gbps",
@@ -104,7 +106,7 @@ LinkChoice parse_link_choice(const std::string& flag, const std::string& text) {
   fail(flag, "must be pcie, arrival or nccl, got '" + text + "'");
 }
 
-std::optional<std::string> RunArgs::first_cuda_only_flag() const {
+std::optional<std::string> RunArgs::first_gpu_only_flag() const {
   if (link) return "--link";
   if (link_gbps) return "--link-gbps";
   if (device) return "--device";
@@ -164,9 +166,9 @@ RunArgs parse_run_args(const std::vector<std::string>& args) {
         } else if (flag == "--link-gbps") {
           out.link_gbps = parse_positive_real(flag, v, kMaxLinkGbps);
         } else if (flag == "--device") {
-          out.device = static_cast<int>(parse_int(
-              flag, v, 0, kMaxDevice,
-              "must be a CUDA device ordinal in [0, " + std::to_string(kMaxDevice) + "]"));
+          out.device = static_cast<int>(
+              parse_int(flag, v, 0, kMaxDevice,
+                        "must be a GPU device ordinal in [0, " + std::to_string(kMaxDevice) + "]"));
         }
       });
   if (!out.help) check_combinations(out);

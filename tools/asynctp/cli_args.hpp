@@ -18,17 +18,18 @@ enum class AlgoChoice { all, automatic, native, pipelined, decomposed };
 
 const char* to_string(AlgoChoice choice) noexcept;
 
-enum class BackendChoice { automatic, cpu, cuda };
+// cuda and hip are the library's GPU backend in a CUDA or a ROCm build.
+enum class BackendChoice { automatic, cpu, cuda, hip };
 
-// How a peer's shard reaches a rank on the cuda backend, spelled here so that
-// parsing needs no CUDA library: the loopback group's link models on one GPU
-// (asynctp::cuda::Link), or real GPUs, one rank each, through NCCL.
+// How a peer's shard reaches a rank on a GPU backend, spelled here so that
+// parsing needs no GPU library: the loopback group's link models on one GPU
+// (asynctp::loopback::Link), or real GPUs, one rank each, through NCCL.
 enum class LinkChoice { pcie, arrival, nccl };
 
 const char* to_string(LinkChoice link) noexcept;
 LinkChoice parse_link_choice(const std::string& flag, const std::string& text);
 
-// Defaults of the CUDA-only flags (shared by `run` and `bench`).
+// Defaults of the GPU-only flags (shared by `run` and `bench`).
 constexpr double kDefaultLinkGbps = 400;
 constexpr double kMaxLinkGbps = 1e6;
 constexpr int kMaxDevice = 1023;
@@ -53,7 +54,7 @@ struct RunArgs {
   int workers = 0;  // GEMM workers per rank; 0 = the backend's default
   bool workers_given = false;
   std::optional<std::int64_t> timeout_ms;
-  // CUDA backend only; unset = not given on the command line (defaults below).
+  // GPU backends only; unset = not given on the command line (defaults below).
   std::optional<LinkChoice> link;
   std::optional<double> link_gbps;
   std::optional<int> device;
@@ -63,9 +64,9 @@ struct RunArgs {
   LinkChoice link_or_default() const noexcept { return link.value_or(LinkChoice::pcie); }
   double link_gbps_or_default() const noexcept { return link_gbps.value_or(kDefaultLinkGbps); }
   int device_or_default() const noexcept { return device.value_or(0); }
-  // The first CUDA-only flag given ("--link", ...), or nullopt: the flags
+  // The first GPU-only flag given ("--link", ...), or nullopt: the flags
   // that make a run on the cpu backend an error.
-  std::optional<std::string> first_cuda_only_flag() const;
+  std::optional<std::string> first_gpu_only_flag() const;
 };
 
 // Parses the arguments that follow `run`. Throws UsageError naming the flag

@@ -7,26 +7,30 @@
 
 namespace asynctp::tool {
 
-void cuda_check(cudaError_t status, const std::string& what) {
-  if (status != cudaSuccess) {
-    throw Error(ErrorCode::backend, what + ": " + cudaGetErrorString(status));
+namespace rt = gpu::rt;
+
+void device_check(rt::Status status, const std::string& what) {
+  if (status != rt::kSuccess) {
+    const std::string text = rt::error_string(status);
+    rt::clear_last_error();
+    throw Error(ErrorCode::backend, what + ": " + text);
   }
 }
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes, const std::string& what) : bytes_(bytes) {
-  const cudaError_t status = cudaMalloc(&data_, bytes == 0 ? 1 : bytes);
-  if (status != cudaSuccess) {
+  const rt::Status status = rt::device_malloc(&data_, bytes == 0 ? 1 : bytes);
+  if (status != rt::kSuccess) {
     data_ = nullptr;
     char size[64];
     std::snprintf(size, sizeof size, " (%.2f GiB)", static_cast<double>(bytes) / (1 << 30));
-    cuda_check(status, "cudaMalloc of " + what + size);
+    device_check(status, "device allocation of " + what + size);
   }
 }
 
-// Destructors cannot throw: a failing cudaFree (the context already torn
+// Destructors cannot throw: a failing free (the context already torn
 // down at exit) has nothing left to release.
 DeviceBuffer::~DeviceBuffer() {
-  if (data_ != nullptr) (void)cudaFree(data_);
+  if (data_ != nullptr) (void)rt::device_free(data_);
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
@@ -34,56 +38,54 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
-    if (data_ != nullptr) (void)cudaFree(data_);
+    if (data_ != nullptr) (void)rt::device_free(data_);
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
   }
   return *this;
 }
 
-void DeviceBuffer::upload(const void* host, cudaStream_t stream, const std::string& what) {
-  cuda_check(cudaMemcpyAsync(data_, host, bytes_, cudaMemcpyHostToDevice, stream),
-             "copying " + what + " to the device");
+void DeviceBuffer::upload(const void* host, rt::StreamHandle stream, const std::string& what) {
+  device_check(rt::memcpy_async(data_, host, bytes_, rt::Copy::host_to_device, stream),
+               "copying " + what + " to the device");
 }
 
-void DeviceBuffer::download(void* host, cudaStream_t stream, const std::string& what) const {
-  cuda_check(cudaMemcpyAsync(host, data_, bytes_, cudaMemcpyDeviceToHost, stream),
-             "copying " + what + " from the device");
+void DeviceBuffer::download(void* host, rt::StreamHandle stream, const std::string& what) const {
+  device_check(rt::memcpy_async(host, data_, bytes_, rt::Copy::device_to_host, stream),
+               "copying " + what + " from the device");
 }
 
-Stream::Stream() {
-  cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-}
+Stream::Stream() { device_check(rt::stream_create_non_blocking(&stream_), "stream create"); }
 
 Stream::~Stream() {
-  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  if (stream_ != nullptr) (void)rt::stream_destroy(stream_);
 }
 
 Stream::Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
 
 Stream& Stream::operator=(Stream&& other) noexcept {
   if (this != &other) {
-    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+    if (stream_ != nullptr) (void)rt::stream_destroy(stream_);
     stream_ = std::exchange(other.stream_, nullptr);
   }
   return *this;
 }
 
-Event::Event() { cuda_check(cudaEventCreate(&event_), "cudaEventCreate"); }
+Event::Event() { device_check(rt::event_create(&event_, /*timed=*/true), "event create"); }
 
 Event::~Event() {
-  if (event_ != nullptr) (void)cudaEventDestroy(event_);
+  if (event_ != nullptr) (void)rt::event_destroy(event_);
 }
 
-void Event::record(cudaStream_t stream) {
-  cuda_check(cudaEventRecord(event_, stream), "cudaEventRecord");
+void Event::record(rt::StreamHandle stream) {
+  device_check(rt::event_record(event_, stream), "event record");
 }
 
-void Event::wait() const { cuda_check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
+void Event::wait() const { device_check(rt::event_synchronize(event_), "event synchronize"); }
 
 float Event::ms_since(const Event& begin) const {
   float ms = 0;
-  cuda_check(cudaEventElapsedTime(&ms, begin.event_, event_), "cudaEventElapsedTime");
+  device_check(rt::event_elapsed_ms(&ms, begin.event_, event_), "event elapsed time");
   return ms;
 }
 

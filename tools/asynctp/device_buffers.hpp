@@ -1,23 +1,24 @@
-// RAII owners of the CUDA objects the CLI makes (device memory, streams,
-// events) and the one place a CUDA status becomes an asynctp::Error. Only
-// the CUDA-built files include this (it needs the CUDA runtime headers).
+// RAII owners of the GPU objects the CLI makes (device memory, streams,
+// events) and the one place a runtime status becomes an asynctp::Error, for
+// the runtime the library was built for (CUDA, or HIP in a ROCm build,
+// through gpu/runtime.hpp). Only the GPU-built files include this.
 #pragma once
-
-#include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <string>
 
+#include "gpu/runtime.hpp"
+
 namespace asynctp::tool {
 
-// Throws Error(backend) "<what>: <CUDA's error string>" unless status is
-// cudaSuccess.
-void cuda_check(cudaError_t status, const std::string& what);
+// Throws Error(backend) "<what>: <the runtime's error string>" unless status
+// is success.
+void device_check(gpu::rt::Status status, const std::string& what);
 
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  // Throws Error(backend) naming `what` and the size when cudaMalloc fails.
+  // Throws Error(backend) naming `what` and the size when the allocation fails.
   DeviceBuffer(std::size_t bytes, const std::string& what);
   ~DeviceBuffer();
   DeviceBuffer(DeviceBuffer&& other) noexcept;
@@ -28,8 +29,8 @@ class DeviceBuffer {
   void* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return bytes_; }
   // Stream-ordered copies of the whole buffer; the caller synchronizes.
-  void upload(const void* host, cudaStream_t stream, const std::string& what);
-  void download(void* host, cudaStream_t stream, const std::string& what) const;
+  void upload(const void* host, gpu::rt::StreamHandle stream, const std::string& what);
+  void download(void* host, gpu::rt::StreamHandle stream, const std::string& what) const;
 
  private:
   void* data_ = nullptr;
@@ -46,28 +47,28 @@ class Stream {
   Stream& operator=(Stream&& other) noexcept;
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const noexcept { return stream_; }
+  gpu::rt::StreamHandle get() const noexcept { return stream_; }
 
  private:
-  cudaStream_t stream_ = nullptr;
+  gpu::rt::StreamHandle stream_ = nullptr;
 };
 
-// A timing event (cudaEventElapsedTime between two of them).
+// A timing event (elapsed time between two of them).
 class Event {
  public:
   Event();
   ~Event();
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
-  cudaEvent_t get() const noexcept { return event_; }
-  void record(cudaStream_t stream);
+  gpu::rt::EventHandle get() const noexcept { return event_; }
+  void record(gpu::rt::StreamHandle stream);
   // Blocks until the event has completed.
   void wait() const;
   // Milliseconds from `begin` to this event; both must have completed.
   float ms_since(const Event& begin) const;
 
  private:
-  cudaEvent_t event_ = nullptr;
+  gpu::rt::EventHandle event_ = nullptr;
 };
 
 }  // namespace asynctp::tool

@@ -11,7 +11,7 @@ std::size_t bytes_of(const TensorView& view) {
 TensorView on_device(const TensorView& host, const DeviceBuffer& buffer, int device) {
   TensorView view = host;
   view.data = buffer.data();
-  view.device = {DeviceKind::cuda, device};
+  view.device = {gpu::rt::kDeviceKind, device};
   return view;
 }
 
@@ -26,19 +26,19 @@ DeviceRank::DeviceRank(const RankData& h, int device, const std::string& who)
             on_device(h.gathered, gathered, device)} {
   a.upload(h.a_shard.data, stream.get(), who + "A shard");
   b.upload(h.b.data, stream.get(), who + "B");
-  cuda_check(cudaStreamSynchronize(stream.get()), who + "input upload");
+  device_check(gpu::rt::stream_synchronize(stream.get()), who + "input upload");
 }
 
 void DeviceRank::upload_outputs(const RankData& h) {
   c.upload(h.c.data, stream.get(), "poisoned C");
   gathered.upload(h.gathered.data, stream.get(), "poisoned gathered A");
-  cuda_check(cudaStreamSynchronize(stream.get()), "poisoning the outputs");
+  device_check(gpu::rt::stream_synchronize(stream.get()), "poisoning the outputs");
 }
 
 void DeviceRank::download_outputs(const RankData& h) {
   c.download(h.c.data, stream.get(), "C");
   gathered.download(h.gathered.data, stream.get(), "gathered A");
-  cuda_check(cudaStreamSynchronize(stream.get()), "fetching the outputs");
+  device_check(gpu::rt::stream_synchronize(stream.get()), "fetching the outputs");
 }
 
 }  // namespace asynctp::tool

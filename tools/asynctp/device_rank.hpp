@@ -1,4 +1,4 @@
-// One rank's tensors on its GPU, as the CLI's CUDA backends (loopback, NCCL
+// One rank's tensors on its GPU, as the CLI's GPU backends (loopback, NCCL
 // local group, one rank per process) hold them: a stream, device copies of
 // the inputs, device outputs, and the views the library is called with.
 #pragma once

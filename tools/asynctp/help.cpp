@@ -34,7 +34,7 @@ constexpr const char* kAlgoHelp =
     "              column.\n"
     "  auto        whatever the planner picks (native where it can run and pays off).\n";
 
-// What the link models mean (asynctp::cuda::Link), for `run` and `bench`.
+// What the link models mean (asynctp::loopback::Link), for `run` and `bench`.
 constexpr const char* kLinkHelp =
     "Links (how a peer's shard reaches a rank when all W ranks share one GPU; neither\n"
     "takes SMs from the GEMM, since a same-GPU device-to-device copy runs on SMs and\n"
@@ -52,15 +52,16 @@ constexpr const char* kLinkHelp =
     "            is the slowest rank's. Default for `run` when W > 1 and W GPUs are\n"
     "            present (and no --device is named).\n";
 
-// How the cuda backend runs and is timed.
+// How a GPU backend (cuda, hip) runs and is timed.
 constexpr const char* kCudaHelp =
-    "On the cuda backend the W ranks are a loopback group: W host threads, each with\n"
-    "its own non-blocking stream and device buffers, on one GPU. Calls are asynchronous\n"
+    "On a GPU backend (cuda; hip in a ROCm build) the W ranks are a loopback group: W\n"
+    "host threads, each with its own non-blocking stream and device buffers, on one\n"
+    "GPU. Calls are asynchronous\n"
     "per rank (they enqueue on the rank's stream and return; the tool then waits with\n"
     "asynctp::synchronize). For timing the ranks are serialized: each rank's device\n"
     "work waits for the previous rank's, so every call runs as if its rank had the GPU\n"
     "alone, and the per-rank time is the mean over ranks of each call's own span, from\n"
-    "a CUDA event where the rank's work begins to one where it is joined on its stream\n"
+    "a GPU event where the rank's work begins to one where it is joined on its stream\n"
     "(LoopbackGroup::last_call_ms). The arrival link places the peer chunks before\n"
     "that span begins: its release times stand for the transfer.\n"
     "Under a launcher (torchrun, mpirun, srun: RANK and WORLD_SIZE or the launcher's\n"
@@ -89,12 +90,12 @@ std::string main_help() {
              "C = allgather(A_0..A_{W-1}) @ B ((W*m) x n) and receives the gathered A.\n"
              "\n"
              "run flags (see `asynctp run --help` for details):\n"
-             "  --backend auto|cpu|cuda  --world-size W  -m M  -n N  -k K\n"
+             "  --backend auto|cpu|cuda|hip  --world-size W  -m M  -n N  -k K\n"
              "  --algo all|auto|native|pipelined|decomposed  --dtype bf16|fp16|fp32\n"
              "  --b-layout row|col  --iters N  --warmup N  --check  --json  --trace FILE\n"
              "  --seed S  --timeout-ms T\n"
              "  cpu backend only:  --workers P\n"
-             "  cuda backend only: --link pcie|arrival|nccl  --link-gbps X  --device N\n"
+             "  GPU backend only: --link pcie|arrival|nccl  --link-gbps X  --device N\n"
              "\n"
              "bench flags (see `asynctp bench --help` for details):\n"
              "  --link pcie|arrival|both|nccl  --link-gbps X  --world-size W  -m M  -n N  -k K\n"
@@ -116,13 +117,16 @@ std::string run_help() {
              "below) and prints a table, or JSON.\n"
              "\n"
              "Flags:\n"
-             "  --backend B          auto|cpu|cuda: where the ranks run (default auto = cuda\n"
-             "                       when this binary has the CUDA backend and --device is a\n"
+             "  --backend B          auto|cpu|cuda|hip: where the ranks run (default auto =\n"
+             "                       this binary's GPU backend, cuda or in a ROCm build\n"
+             "                       hip, when --device is a\n"
              "                       usable GPU, else cpu; the header and JSON say which ran).\n"
              "                       cpu: W ranks as threads of this process, on host memory.\n"
              "                       cuda: W virtual ranks on one GPU (a loopback group), on\n"
              "                       device memory; an error when not built in or no usable\n"
              "                       GPU is present. native on cuda needs bf16 and sm_90;\n"
+             "                       hip: the same on an AMD GPU (never run so far; native\n"
+             "                       needs gfx942/gfx950, pipelined/decomposed hipBLAS);\n"
              "                       pipelined and decomposed take bf16, fp16 and fp32.\n"
              "  --world-size W       number of ranks (default 8)\n"
              "  -m M                 GLOBAL rows of the gathered A and of C; must be divisible\n"
@@ -158,17 +162,17 @@ std::string run_help() {
              "                       automatic)\n"
              "  --timeout-ms T       bound on every cross-rank wait in ms (default:\n"
              "                       ASYNCTP_WAIT_TIMEOUT_MS, else 60000)\n"
-             "  --link L             cuda backend only: pcie|arrival|nccl, how peer shards\n"
+             "  --link L             GPU backend only: pcie|arrival|nccl, how peer shards\n"
              "                       reach a rank (default nccl with W > 1 and W GPUs, else\n"
              "                       pcie; see Links below)\n"
-             "  --link-gbps X        cuda backend and --link arrival only: the modelled\n"
+             "  --link-gbps X        GPU backend and --link arrival only: the modelled\n"
              "                       link's bandwidth into each rank in GB/s, a number > 0\n"
              "                       (default 400)\n"
-             "  --device N           cuda backend only: the CUDA device ordinal (default 0)\n"
+             "  --device N           GPU backend only: the GPU device ordinal (default 0)\n"
              "  -h, --help           this text\n"
              "\n"
-             "The cuda-only flags are errors with --backend cpu, and with --backend auto\n"
-             "when it picks cpu; --workers is an error on cuda.\n"
+             "The GPU-only flags are errors with --backend cpu, and with --backend auto\n"
+             "when it picks cpu; --workers is an error on a GPU backend.\n"
              "\n") +
          kAlgoHelp + "\n" + kCudaHelp + "\n" + kLinkHelp + "\n" + kEnvHelp +
          "\n"
@@ -176,8 +180,8 @@ std::string run_help() {
          "  asynctp run --world-size 8 -m 8192 -n 2048 -k 2048 --check\n"
          "  asynctp run --backend cuda --link arrival --link-gbps 200 -n 8192 -k 8192 --check\n"
          "\n"
-         "Exit status: 0 success, 1 a library error, no usable GPU for --backend cuda or a\n"
-         "failed --check, 2 bad usage (including --backend cuda in a binary built\n"
+         "Exit status: 0 success, 1 a library error, no usable GPU for --backend cuda|hip\n"
+         "or a failed --check, 2 bad usage (including --backend cuda|hip in a binary built\n"
          "without it).\n";
 }
 

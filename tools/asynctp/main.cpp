@@ -11,7 +11,7 @@
 #include "asynctp/error.hpp"
 #include "bench_args.hpp"
 #include "cli_args.hpp"
-#include "cuda_entry.hpp"
+#include "gpu_entry.hpp"
 #include "help.hpp"
 #include "run_command.hpp"
 
@@ -97,7 +97,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "--version") {
-    std::puts("asynctp " ASYNCTP_VERSION);
+    const std::string gpu = asynctp::tool::gpu_entry::runtime();
+    std::printf("asynctp %s\nGPU backend: %s\n", ASYNCTP_VERSION,
+                gpu.empty() ? "none" : gpu.c_str());
     return 0;
   }
   if (command == "run") {
@@ -107,7 +109,7 @@ int main(int argc, char** argv) {
   }
   if (command == "bench") {
     return subcommand_main(Subcommand<BenchArgs>{"asynctp bench", "asynctp bench --help",
-                                                 parse_bench_args, bench_help, cuda_entry::bench},
+                                                 parse_bench_args, bench_help, gpu_entry::bench},
                            argc, argv);
   }
   return usage_error("asynctp", "unknown command '" + command + "' (the commands are: run, bench)",

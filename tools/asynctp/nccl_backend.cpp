@@ -21,9 +21,9 @@ namespace {
 class GateWord {
  public:
   GateWord() {
-    cuda_check(cudaHostAlloc(reinterpret_cast<void**>(&word_), sizeof(std::uint32_t),
-                             cudaHostAllocMapped | cudaHostAllocPortable),
-               "cudaHostAlloc(start gate word)");
+    device_check(cudaHostAlloc(reinterpret_cast<void**>(&word_), sizeof(std::uint32_t),
+                               cudaHostAllocMapped | cudaHostAllocPortable),
+                 "cudaHostAlloc(start gate word)");
     *word_ = 0;
   }
   ~GateWord() { (void)cudaFreeHost(word_); }
@@ -44,7 +44,7 @@ NcclBackend::NcclBackend(const RunArgs& args) : group_(args.world_size) {
   std::map<std::string, int> names;
   for (int r = 0; r < group_.world_size(); ++r) {
     cudaDeviceProp props{};
-    cuda_check(cudaGetDeviceProperties(&props, group_.device(r)), "cudaGetDeviceProperties");
+    device_check(cudaGetDeviceProperties(&props, group_.device(r)), "cudaGetDeviceProperties");
     ++names[props.name];
   }
   for (const auto& [name, count] : names) {
@@ -167,9 +167,9 @@ class LaunchedNcclBackend final : public Backend {
   explicit LaunchedNcclBackend(const RunArgs& args)
       : comm_(nccl::comm_from_environment()), rank_(comm_->rank()) {
     (void)args;
-    cuda_check(cudaGetDevice(&device_), "cudaGetDevice");
+    device_check(cudaGetDevice(&device_), "cudaGetDevice");
     cudaDeviceProp props{};
-    cuda_check(cudaGetDeviceProperties(&props, device_), "cudaGetDeviceProperties");
+    device_check(cudaGetDeviceProperties(&props, device_), "cudaGetDeviceProperties");
     device_name_ = props.name;
   }
   ~LaunchedNcclBackend() override {
@@ -196,13 +196,13 @@ class LaunchedNcclBackend final : public Backend {
   bool holds(int rank) const noexcept override { return rank == rank_; }
   bool reports() const noexcept override { return rank_ == 0; }
   void run(const std::function<void(Comm&)>& body) override {
-    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    device_check(cudaSetDevice(device_), "cudaSetDevice");
     body(*comm_);
   }
 
   void place(std::vector<RankData>& host) override {
     host_ = &host;
-    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    device_check(cudaSetDevice(device_), "cudaSetDevice");
     const RankData& h = host[static_cast<std::size_t>(rank_)];
     mine_ = std::make_unique<DeviceRank>(h, device_, "");
   }
@@ -224,7 +224,7 @@ class LaunchedNcclBackend final : public Backend {
     mine_->download_outputs(h);
   }
   std::vector<double> time_calls(int total, const CallFn& call, const BeforeFn& before) override {
-    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    device_check(cudaSetDevice(device_), "cudaSetDevice");
     const cudaStream_t s = mine_->stream.get();
     std::vector<double> ms;
     for (int i = 0; i < total; ++i) {

@@ -157,13 +157,13 @@ std::string format_json(const RunReport& r) {
     j.value(r.workers_per_rank);
   else
     j.null();
-  if (r.backend == "cuda") {
+  if (r.backend != "cpu") {  // a GPU backend: cuda or hip
     j.key("device");
     j.value(a.device_or_default());
     j.key("link");
-    j.value(to_string(cuda_link_for(a)));
+    j.value(to_string(gpu_link_for(a)));
     j.key("link_gbps");
-    if (cuda_link_for(a) == LinkChoice::arrival)
+    if (gpu_link_for(a) == LinkChoice::arrival)
       j.value(a.link_gbps_or_default());
     else
       j.null();

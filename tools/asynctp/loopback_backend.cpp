@@ -1,4 +1,4 @@
-#include "cuda_backend.hpp"
+#include "loopback_backend.hpp"
 
 #include <barrier>
 #include <cstdio>
@@ -7,8 +7,8 @@
 #include "asynctp/error.hpp"
 #include "asynctp/ops.hpp"
 #include "check.hpp"
-#include "cuda_entry.hpp"
-#include "gpu/resources.hpp"
+#include "gpu/runtime.hpp"
+#include "gpu_entry.hpp"
 
 namespace asynctp::tool {
 namespace {
@@ -18,12 +18,12 @@ std::size_t bytes_of(const TensorView& view) {
 }
 
 std::string device_name_of(int device) {
-  cudaDeviceProp props{};
-  cuda_check(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
-  return props.name;
+  std::string name;
+  device_check(gpu::rt::device_name(device, &name), "device properties");
+  return name;
 }
 
-// Refuse before cudaMalloc fails halfway through W ranks.
+// Refuse before an allocation fails halfway through W ranks.
 void check_device_memory(const std::vector<RankData>& host, int device) {
   std::size_t needed = 0;
   for (const RankData& d : host) {
@@ -31,7 +31,7 @@ void check_device_memory(const std::vector<RankData>& host, int device) {
   }
   std::size_t free = 0;
   std::size_t total = 0;
-  cuda_check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  device_check(gpu::rt::mem_get_info(&free, &total), "device memory info");
   if (needed > free) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
@@ -43,14 +43,14 @@ void check_device_memory(const std::vector<RankData>& host, int device) {
   }
 }
 
-cuda::Link to_link(LinkChoice link) {
-  return link == LinkChoice::arrival ? cuda::Link::arrival : cuda::Link::pcie;
+loopback::Link to_link(LinkChoice link) {
+  return link == LinkChoice::arrival ? loopback::Link::arrival : loopback::Link::pcie;
 }
 
 }  // namespace
 
-cuda::LoopbackConfig loopback_config(const RunArgs& args) {
-  cuda::LoopbackConfig config;
+loopback::LoopbackConfig loopback_config(const RunArgs& args) {
+  loopback::LoopbackConfig config;
   config.world_size = args.world_size;
   config.device = args.device_or_default();
   config.link = to_link(args.link_or_default());
@@ -60,16 +60,18 @@ cuda::LoopbackConfig loopback_config(const RunArgs& args) {
   return config;
 }
 
-CudaBackend::CudaBackend(const RunArgs& args)
+LoopbackBackend::LoopbackBackend(const RunArgs& args)
     : args_(args), group_(loopback_config(args)), device_name_(device_name_of(device())) {
   // This (main) thread creates the timing events and frees the buffers.
-  cuda_check(cudaSetDevice(device()), "cudaSetDevice");
+  device_check(gpu::rt::set_device(device()), "set device");
   ranks_.resize(static_cast<std::size_t>(world_size()));
 }
 
-CudaBackend::~CudaBackend() { (void)cudaSetDevice(device()); }
+LoopbackBackend::~LoopbackBackend() { (void)gpu::rt::set_device(device()); }
 
-std::string CudaBackend::description() const {
+const char* LoopbackBackend::name() const noexcept { return gpu::rt::kBackendName; }
+
+std::string LoopbackBackend::description() const {
   std::string out = "device " + std::to_string(device()) + " (" + device_name_ +
                     "), loopback group, link " + to_string(args_.link_or_default());
   if (args_.link_or_default() == LinkChoice::arrival) {
@@ -80,37 +82,39 @@ std::string CudaBackend::description() const {
   return out + ", ranks serialized";
 }
 
-std::string CudaBackend::timing_rule() const {
-  return "the per-rank time: the mean over ranks of each rank's own call span (CUDA events on "
+std::string LoopbackBackend::timing_rule() const {
+  return std::string("the per-rank time: the mean over ranks of each rank's own call span (") +
+         gpu::rt::kName +
+         " events on "
          "its stream where its work begins and where it is joined, LoopbackGroup::last_call_ms); "
          "ranks are serialized, so each call runs as if its rank had the GPU alone; the arrival "
          "link's set-up (placing the peer chunks) is outside the span, its release times model "
          "the transfer";
 }
 
-void CudaBackend::place(std::vector<RankData>& host) {
+void LoopbackBackend::place(std::vector<RankData>& host) {
   check_device_memory(host, device());
   host_ = &host;
   group_.run([&](Comm& comm) { place_rank(comm.rank()); });
 }
 
-void CudaBackend::place_rank(int rank) {
+void LoopbackBackend::place_rank(int rank) {
   const RankData& h = (*host_)[static_cast<std::size_t>(rank)];
   auto d = std::make_unique<DeviceRank>(h, device(), "rank " + std::to_string(rank) + "'s ");
   ranks_[static_cast<std::size_t>(rank)] = std::move(d);
 }
 
-RankViews CudaBackend::views(int rank) const {
+RankViews LoopbackBackend::views(int rank) const {
   return ranks_[static_cast<std::size_t>(rank)]->views;
 }
 
-void* CudaBackend::stream(int rank) const noexcept {
+void* LoopbackBackend::stream(int rank) const noexcept {
   return ranks_[static_cast<std::size_t>(rank)]->stream.get();
 }
 
 // The host pattern is the one check_outputs recognises as unwritten; copying
 // it keeps one definition of the poison.
-void CudaBackend::poison_outputs() {
+void LoopbackBackend::poison_outputs() {
   tool::poison_outputs(*host_);
   group_.run([&](Comm& comm) {
     const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
@@ -118,7 +122,7 @@ void CudaBackend::poison_outputs() {
   });
 }
 
-void CudaBackend::fetch_outputs() {
+void LoopbackBackend::fetch_outputs() {
   group_.run([&](Comm& comm) {
     const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
     ranks_[static_cast<std::size_t>(comm.rank())]->download_outputs(h);
@@ -131,7 +135,8 @@ void CudaBackend::fetch_outputs() {
 // rank's call and the next that a real rank never waits through. A barrier
 // between iterations keeps a rank from starting iteration i+1 while rank 0
 // still reports iteration i.
-std::vector<double> CudaBackend::time_calls(int total, const CallFn& call, const BeforeFn& before) {
+std::vector<double> LoopbackBackend::time_calls(int total, const CallFn& call,
+                                                const BeforeFn& before) {
   const int world = world_size();
   const auto iterations = static_cast<std::size_t>(total);
   // spans[i][r]: rank r's call of iteration i.
@@ -165,16 +170,16 @@ std::vector<double> CudaBackend::time_calls(int total, const CallFn& call, const
   return ms;
 }
 
-namespace cuda_entry {
+namespace gpu_entry {
 
-bool built() noexcept { return true; }
+const char* runtime() noexcept { return gpu::rt::kBackendName; }
 
-std::string unavailable_reason(int device) { return cuda::unavailable_reason(device); }
+std::string unavailable_reason(int device) { return loopback::unavailable_reason(device); }
 
 std::unique_ptr<Backend> make_backend(const RunArgs& args) {
-  return std::make_unique<CudaBackend>(args);
+  return std::make_unique<LoopbackBackend>(args);
 }
 
-}  // namespace cuda_entry
+}  // namespace gpu_entry
 
 }  // namespace asynctp::tool

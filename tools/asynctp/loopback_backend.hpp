@@ -1,5 +1,6 @@
-// The cuda backend for `asynctp run` and `asynctp bench`: a loopback group
-// (W virtual ranks on one GPU, asynctp::cuda::LoopbackGroup) with ranks
+// The GPU backend for `asynctp run` and `asynctp bench`: a loopback group
+// (W virtual ranks on one GPU, asynctp::loopback::LoopbackGroup, on CUDA or
+// in a ROCm build on HIP) with ranks
 // serialized, so that each rank's call runs as if it had the GPU alone and
 // the per-rank time is measurable. Each rank has its own non-blocking stream
 // and device copies of its tensors.
@@ -9,20 +10,20 @@
 #include <string>
 #include <vector>
 
-#include "asynctp/cuda.hpp"
+#include "asynctp/loopback.hpp"
 #include "backend.hpp"
 #include "device_buffers.hpp"
 #include "device_rank.hpp"
 
 namespace asynctp::tool {
 
-class CudaBackend final : public Backend {
+class LoopbackBackend final : public Backend {
  public:
   // Throws Error(backend) when the device cannot be used.
-  explicit CudaBackend(const RunArgs& args);
-  ~CudaBackend() override;
+  explicit LoopbackBackend(const RunArgs& args);
+  ~LoopbackBackend() override;
 
-  const char* name() const noexcept override { return "cuda"; }
+  const char* name() const noexcept override;  // "cuda" or "hip"
   std::string description() const override;
   std::string timing_rule() const override;
   int world_size() const noexcept override { return group_.world_size(); }
@@ -45,13 +46,13 @@ class CudaBackend final : public Backend {
   void place_rank(int rank);
 
   RunArgs args_;
-  cuda::LoopbackGroup group_;
+  loopback::LoopbackGroup group_;
   std::string device_name_;
   std::vector<RankData>* host_ = nullptr;
   std::vector<std::unique_ptr<DeviceRank>> ranks_;  // made by place, on each rank's thread
 };
 
-// The LoopbackConfig `asynctp run --backend cuda` and `bench` use.
-cuda::LoopbackConfig loopback_config(const RunArgs& args);
+// The LoopbackConfig `asynctp run --backend cuda|hip` and `bench` use.
+loopback::LoopbackConfig loopback_config(const RunArgs& args);
 
 }  // namespace asynctp::tool
