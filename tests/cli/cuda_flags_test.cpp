@@ -123,6 +123,26 @@ TEST(CliCudaFlags, BackendHipWhereNotBuiltIsBadUsage) {
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
+// The CLI of a ROCm build (asynctp-hip beside CI's compile-checked HIP
+// backend, or a real ROCm build) without an AMD GPU: --backend hip is a
+// library error naming HIP's answer, not a crash; auto falls back to cpu.
+TEST(CliCudaFlags, BackendHipWithoutAnAmdGpuFailsClearly) {
+  const ToolResult version = run_tool({"--version"});
+  if (!contains(version.out, "GPU backend: hip")) GTEST_SKIP() << "not a ROCm build's CLI";
+  const ToolResult r = run_tool(
+      {"run", "--backend", "hip", "--world-size", "2", "-m", "512", "-n", "64", "-k", "64"});
+  if (r.exit_code == 0) GTEST_SKIP() << "an AMD GPU is present";
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "--backend hip: no usable GPU at --device 0")) << r.err;
+  EXPECT_TRUE(contains(r.err, "HIP")) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+
+  const ToolResult fallback =
+      run_tool({"run", "--world-size", "2", "-m", "512", "-n", "64", "-k", "64", "--check"});
+  EXPECT_EQ(fallback.exit_code, 0) << fallback.err;
+  EXPECT_TRUE(contains(fallback.out, "# backend cpu")) << fallback.out;
+}
+
 TEST(CliBench, WithoutAGpuExitsOneSayingWhy) {
   const ToolResult r =
       run_tool({"bench", "--world-size", "2", "-m", "512", "-n", "64", "-k", "64"});
@@ -364,7 +384,10 @@ TEST(CliCudaFlags, WorldSizeThatContradictsTheLauncherIsRefused) {
                 {"LOCAL_RANK", "1"},
                 {"MASTER_ADDR", "127.0.0.1"},
                 {"MASTER_PORT", "29511"}});
-  if (contains(r.err, "built without the NCCL transport")) GTEST_SKIP() << r.err;
+  if (contains(r.err, "built without the NCCL transport") ||
+      contains(r.err, "built without the CUDA backend")) {
+    GTEST_SKIP() << r.err;
+  }
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(contains(r.err, "--world-size: this process is rank 1 of 2")) << r.err;
 }

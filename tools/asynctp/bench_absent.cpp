@@ -9,8 +9,9 @@ namespace asynctp::tool::gpu_entry {
 int bench(BenchArgs, const std::string&) {
   const std::string have = runtime();
   throw Error(ErrorCode::unsupported,
-              "asynctp bench needs the CUDA backend (its baseline is cuBLAS); this binary has " +
-                  (have.empty() ? std::string("no GPU backend") : "the " + have + " backend"));
+              "this binary was built without the CUDA backend (" +
+                  (have.empty() ? std::string("no GPU backend") : "its GPU backend is " + have) +
+                  "), which asynctp bench needs: its baseline is cuBLAS");
 }
 
 }  // namespace asynctp::tool::gpu_entry
