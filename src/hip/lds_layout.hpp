@@ -12,6 +12,8 @@
 // lies wholly inside or wholly outside the matrix), tensors 16-byte aligned.
 #pragma once
 
+#include <cstdint>
+
 #include "hip/mfma_layout.hpp"
 
 namespace asynctp::hip::lds {
@@ -65,6 +67,50 @@ ASYNCTP_HOST_DEVICE constexpr int a_read(int wave, int bm, int step, int lane) {
 ASYNCTP_HOST_DEVICE constexpr int b_read(int wave, int bn, int step, int lane) {
   const RowCol e = layout::b_element(lane, 0);
   return b_offset(layout::block_origin(wave, 0, bn).col + e.col, step * layout::kMfmaK + e.row);
+}
+
+// One of a thread's vectors in the K step at k0, as the kernel moves it and
+// the emulation replays it: the operand element (row, col) of its first bf16
+// (A: row, k; B: k, column), whether its 8 elements run down the operand's
+// rows (a column-major B: along k) or along its columns, and where each lands
+// in LDS (element i at lds_first + i * lds_stride: stride 1 when the vector
+// lands as it is, kPitch when a row-major B's vector is transposed into
+// [column][k]). In global memory the 8 elements are contiguous either way.
+struct StepVector {
+  std::int64_t row = 0, col = 0;
+  bool along_rows = false;
+  int lds_first = 0;
+  int lds_stride = 1;
+
+  ASYNCTP_HOST_DEVICE constexpr std::int64_t row_of(int i) const {
+    return row + (along_rows ? i : 0);
+  }
+  ASYNCTP_HOST_DEVICE constexpr std::int64_t col_of(int i) const {
+    return col + (along_rows ? 0 : i);
+  }
+  // Inside a rows x cols operand: K and N are multiples of 8, so the vector
+  // is wholly inside or wholly outside (outside: the kernel stages zeros).
+  ASYNCTP_HOST_DEVICE constexpr bool inside(std::int64_t rows, std::int64_t cols) const {
+    return row < rows && col < cols;
+  }
+};
+
+// A's v-th vector of `thread`, tile at row tile_row.
+ASYNCTP_HOST_DEVICE constexpr StepVector a_step_vector(int thread, int v, std::int64_t tile_row,
+                                                       std::int64_t k0) {
+  const RowCol e = a_vector(thread, v);
+  return {tile_row + e.row, k0 + e.col, false, a_offset(e.row, e.col), 1};
+}
+
+// B's v-th vector of `thread`, tile at column tile_col.
+ASYNCTP_HOST_DEVICE constexpr StepVector b_step_vector(int thread, int v, bool b_row_major,
+                                                       std::int64_t tile_col, std::int64_t k0) {
+  if (b_row_major) {
+    const RowCol e = b_vector_row_major(thread, v);  // {k, first column}
+    return {k0 + e.row, tile_col + e.col, false, b_offset(e.col, e.row), kPitch};
+  }
+  const RowCol e = b_vector_col_major(thread, v);  // {first k, column}
+  return {k0 + e.row, tile_col + e.col, true, b_offset(e.col, e.row), 1};
 }
 
 }  // namespace asynctp::hip::lds

@@ -63,25 +63,18 @@ void stage_k_step(const TensorView& a, const TensorView& b, std::int64_t tile_ro
   const auto put = [&](int offset, std::uint16_t bits) {
     lds[static_cast<std::size_t>(offset)] = bits;
   };
+  // Element by element, through the kernel's own step vectors.
+  const auto move = [&](const TensorView& t, const lds::StepVector& sv) {
+    for (int i = 0; i < lds::kVector; ++i) {
+      put(sv.lds_first + i * sv.lds_stride, load_bf16(t, sv.row_of(i), sv.col_of(i)));
+    }
+  };
   for (int thread = 0; thread < lds::kThreads; ++thread) {
     for (int v = 0; v < lds::kAVectorsPerThread; ++v) {
-      const RowCol e = lds::a_vector(thread, v);
-      for (int i = 0; i < lds::kVector; ++i) {
-        put(lds::a_offset(e.row, e.col + i), load_bf16(a, tile_row + e.row, k0 + e.col + i));
-      }
+      move(a, lds::a_step_vector(thread, v, tile_row, k0));
     }
     for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
-      if (b_row_major) {
-        const RowCol e = lds::b_vector_row_major(thread, v);  // {k, first column}
-        for (int i = 0; i < lds::kVector; ++i) {
-          put(lds::b_offset(e.col + i, e.row), load_bf16(b, k0 + e.row, tile_col + e.col + i));
-        }
-      } else {
-        const RowCol e = lds::b_vector_col_major(thread, v);  // {first k, column}
-        for (int i = 0; i < lds::kVector; ++i) {
-          put(lds::b_offset(e.col, e.row + i), load_bf16(b, k0 + e.row + i, tile_col + e.col));
-        }
-      }
+      move(b, lds::b_step_vector(thread, v, b_row_major, tile_col, k0));
     }
   }
 }

@@ -26,8 +26,9 @@ void mfma_32x32x8_bf16(const LaneA& a, const LaneB& b, LaneC& acc);
 inline constexpr std::uint16_t kUnstaged = 0x7fc1;
 
 // One K step's staging (lds_layout.hpp): every one of the 256 emulated
-// threads stores its A and B vectors (zero past the matrix edges) where the
-// kernel's threads store them; `lds` comes back holding the whole stage.
+// threads moves its A and B vectors (zero past the matrix edges) through the
+// kernel's own step vectors (a_step_vector / b_step_vector); `lds` comes
+// back holding the whole stage.
 void stage_k_step(const TensorView& a, const TensorView& b, std::int64_t tile_row,
                   std::int64_t tile_col, std::int64_t k0, std::vector<std::uint16_t>& lds);
 

@@ -7,6 +7,11 @@
 //   HipLdsLayout.LanesReadTheElementsTheInstructionExpects
 //       decoding each lane's read offset gives the (row, k) / (k, column) the
 //       instruction layout (mfma_layout.hpp) assigns to its items.
+//   HipLdsLayout.StepVectorsLandWhereTheLayoutPutsTheirElements
+//       the kernel's step vectors (a_step_vector / b_step_vector, which the
+//       emulation replays): element i of each lands at the LDS slot of its
+//       own (row, k) / (column, k), runs along the operand's contiguous
+//       dimension, and is inside exactly when its first element is.
 //   HipLdsLayout.StagedValuesComeFromTheRightGlobalElements
 //       stage_k_step on a matrix of distinct values (edges included): every
 //       slot holds the element at its (row, k0 + k) or zero past the edge.
@@ -72,6 +77,36 @@ TEST(HipLdsLayout, LanesReadTheElementsTheInstructionExpects) {
           // The 4 items are one aligned 8-byte read.
           EXPECT_EQ(0, lds::a_read(wave, blk, step, lane) % 4);
           EXPECT_EQ(0, lds::b_read(wave, blk, step, lane) % 4);
+        }
+      }
+    }
+  }
+}
+
+TEST(HipLdsLayout, StepVectorsLandWhereTheLayoutPutsTheirElements) {
+  const std::int64_t tile_row = 512, tile_col = 256, k0 = 64;
+  for (bool b_row_major : {true, false}) {
+    for (int t = 0; t < lds::kThreads; ++t) {
+      for (int v = 0; v < lds::kAVectorsPerThread; ++v) {
+        const lds::StepVector sv = lds::a_step_vector(t, v, tile_row, k0);
+        EXPECT_FALSE(sv.along_rows);  // A is row-major: a vector runs along k
+        for (int i = 0; i < lds::kVector; ++i) {
+          ASSERT_EQ(sv.lds_first + i * sv.lds_stride,
+                    lds::a_offset(static_cast<int>(sv.row_of(i) - tile_row),
+                                  static_cast<int>(sv.col_of(i) - k0)));
+        }
+        EXPECT_TRUE(sv.inside(sv.row + 1, sv.col + 8));
+        EXPECT_FALSE(sv.inside(sv.row, sv.col + 8));  // its row past the edge
+        EXPECT_FALSE(sv.inside(sv.row + 1, sv.col));  // its k past the edge
+      }
+      for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
+        const lds::StepVector sv = lds::b_step_vector(t, v, b_row_major, tile_col, k0);
+        // Contiguous in memory: along the columns when row-major, along k if not.
+        EXPECT_EQ(sv.along_rows, !b_row_major);
+        for (int i = 0; i < lds::kVector; ++i) {
+          ASSERT_EQ(sv.lds_first + i * sv.lds_stride,
+                    lds::b_offset(static_cast<int>(sv.col_of(i) - tile_col),
+                                  static_cast<int>(sv.row_of(i) - k0)));
         }
       }
     }

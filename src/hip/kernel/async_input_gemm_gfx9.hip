@@ -64,47 +64,41 @@ __device__ StepVectors load_k_step(const AsyncInputGemmArgs& args, std::int64_t 
                                    std::int64_t tile_row, std::int64_t tile_col,
                                    std::int64_t k0) {
   const int thread = static_cast<int>(threadIdx.x);
+  const bool b_row_major = args.b_col_stride == 1;
   StepVectors out;
   for (int v = 0; v < lds::kAVectorsPerThread; ++v) {
-    const RowCol e = lds::a_vector(thread, v);
-    const std::int64_t row = tile_row + e.row, k = k0 + e.col;
-    out.a[v] = load_vector(args.a + row * args.k + k, row < rows && k < args.k);
+    const lds::StepVector sv = lds::a_step_vector(thread, v, tile_row, k0);
+    out.a[v] = load_vector(args.a + sv.row * args.k + sv.col, sv.inside(rows, args.k));
   }
   for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
-    if (args.b_col_stride == 1) {  // B row-major: vectors along the columns
-      const RowCol e = lds::b_vector_row_major(thread, v);  // {k, first column}
-      const std::int64_t k = k0 + e.row, col = tile_col + e.col;
-      out.b[v] = load_vector(args.b + k * args.b_row_stride + col, k < args.k && col < args.n);
-    } else {  // B column-major: vectors along k
-      const RowCol e = lds::b_vector_col_major(thread, v);  // {first k, column}
-      const std::int64_t k = k0 + e.row, col = tile_col + e.col;
-      out.b[v] = load_vector(args.b + col * args.b_col_stride + k, k < args.k && col < args.n);
-    }
+    const lds::StepVector sv = lds::b_step_vector(thread, v, b_row_major, tile_col, k0);
+    out.b[v] = load_vector(args.b + sv.row * args.b_row_stride + sv.col * args.b_col_stride,
+                           sv.inside(args.k, args.n));
   }
   return out;
 }
 
+// One vector into LDS: as it is, or element by element when transposed.
+__device__ void store_vector(const lds::StepVector& sv, const u32x4& x, std::uint16_t* stage) {
+  if (sv.lds_stride == 1) {
+    *reinterpret_cast<u32x4*>(stage + sv.lds_first) = x;
+  } else {
+    for (int i = 0; i < lds::kVector; ++i) stage[sv.lds_first + i * sv.lds_stride] = element(x, i);
+  }
+}
+
 // This thread's share of a K step into LDS (lds_layout.hpp): A as [row][k],
-// B as [column][k] (a row-major B's vectors transposed element by element).
-__device__ void store_k_step(const AsyncInputGemmArgs& args, const StepVectors& in,
+// B as [column][k].
+__device__ void store_k_step(const AsyncInputGemmArgs& args, std::int64_t tile_row,
+                             std::int64_t tile_col, std::int64_t k0, const StepVectors& in,
                              std::uint16_t* stage) {
   const int thread = static_cast<int>(threadIdx.x);
+  const bool b_row_major = args.b_col_stride == 1;
   for (int v = 0; v < lds::kAVectorsPerThread; ++v) {
-    const RowCol e = lds::a_vector(thread, v);
-    *reinterpret_cast<u32x4*>(stage + lds::a_offset(e.row, e.col)) = in.a[v];
+    store_vector(lds::a_step_vector(thread, v, tile_row, k0), in.a[v], stage);
   }
-  if (args.b_col_stride == 1) {
-    for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
-      const RowCol e = lds::b_vector_row_major(thread, v);
-      for (int i = 0; i < lds::kVector; ++i) {
-        stage[lds::b_offset(e.col + i, e.row)] = element(in.b[v], i);
-      }
-    }
-  } else {
-    for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
-      const RowCol e = lds::b_vector_col_major(thread, v);
-      *reinterpret_cast<u32x4*>(stage + lds::b_offset(e.col, e.row)) = in.b[v];
-    }
+  for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
+    store_vector(lds::b_step_vector(thread, v, b_row_major, tile_col, k0), in.b[v], stage);
   }
 }
 
@@ -187,7 +181,7 @@ __global__ void __launch_bounds__(BlockTile::waves* layout::kWaveLanes)
     StepVectors next = load_k_step(args, rows, tile_row, tile_col, 0);
     for (std::int64_t k0 = 0; k0 < args.k; k0 += BlockTile::k) {
       __syncthreads();  // every wave is done reading the previous step's stage
-      store_k_step(args, next, stage);
+      store_k_step(args, tile_row, tile_col, k0, next, stage);
       __syncthreads();  // the whole stage is written
       if (k0 + BlockTile::k < args.k) {
         next = load_k_step(args, rows, tile_row, tile_col, k0 + BlockTile::k);
