@@ -1,20 +1,16 @@
 // The native async-input GEMM for AMD CDNA3/CDNA4, third version (v2: K
-// pipelined through registers; v1: LDS staging): correct first, not tuned. A persistent grid walks the output
-// tiles (256 x 256, the reference's tile) in arrival order: the pivot chunk's
-// tiles first, then the next chunk's, wrapping around (core::TileSchedule's
-// order). Before a tile's first load, one lane of every wave acquires the
-// chunk's flag (system scope: the writer is a copy engine or a peer),
-// sleeping between polls, bounded by a timeout that records the chunk and
-// gives up; the workgroup then agrees on the outcome, so that every thread
-// meets the same barriers. Per K step of 32 the 256 threads stage A and B in
-// LDS with 16-byte loads (lds_layout.hpp), and each of the 4 waves computes
-// 128 x 128 outputs as 4 x 4 blocks of the 32x32x8 bf16 matrix instruction,
-// reading its operands from LDS 8 bytes per lane; results are written as
-// bf16 rounded to nearest even. The index arithmetic is the functions of
-// mfma_layout.hpp and lds_layout.hpp, which the CPU emulation tests. v2
-// pipelines K through registers: step k+1's global loads are in flight while
-// step k's matrix instructions run (bench/NOTES.md, "AMD kernel v2"). Next:
-// measuring, on an AMD GPU.
+// pipelined through registers; v1: LDS staging): correct first, not tuned. A persistent grid walks
+// the output tiles (256 x 256, the reference's tile) in arrival order: the pivot chunk's tiles
+// first, then the next chunk's, wrapping around (core::TileSchedule's order). Before a tile's first
+// load, one lane of every wave acquires the chunk's flag (system scope: the writer is a copy engine
+// or a peer), sleeping between polls, bounded by a timeout that records the chunk and gives up; the
+// workgroup then agrees on the outcome, so that every thread meets the same barriers. Per K step of
+// 32 the 256 threads stage A and B in LDS with 16-byte loads (lds_layout.hpp), and each of the 4
+// waves computes 128 x 128 outputs as 4 x 4 blocks of the 32x32x8 bf16 matrix instruction, reading
+// its operands from LDS 8 bytes per lane; results are written as bf16 rounded to nearest even. The
+// index arithmetic is the functions of mfma_layout.hpp and lds_layout.hpp, which the CPU emulation
+// tests. v2 pipelines K through registers: step k+1's global loads are in flight while step k's
+// matrix instructions run (bench/NOTES.md, "AMD kernel v2"). Next: measuring, on an AMD GPU.
 //
 // Grid: the caller sizes it with layout::persistent_grid (a CU per shader
 // engine left free for the signal writes and copies HIP runs as kernels).
@@ -61,8 +57,7 @@ struct StepVectors {
 };
 
 __device__ StepVectors load_k_step(const AsyncInputGemmArgs& args, std::int64_t rows,
-                                   std::int64_t tile_row, std::int64_t tile_col,
-                                   std::int64_t k0) {
+                                   std::int64_t tile_row, std::int64_t tile_col, std::int64_t k0) {
   const int thread = static_cast<int>(threadIdx.x);
   const bool b_row_major = args.b_col_stride == 1;
   StepVectors out;
