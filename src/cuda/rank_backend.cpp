@@ -7,20 +7,12 @@
 
 #include "asynctp/error.hpp"
 #include "cuda/cuda_check.hpp"
+#include "gpu/device_checks.hpp"
 
 namespace asynctp::gpu {
 
 std::string runtime_unavailable_reason(int device) {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return std::string("no usable CUDA driver or device (cudaGetDeviceCount: ") +
-           cudaGetErrorName(e) + ")";
-  }
-  if (device < 0 || device >= count) {
-    return "no CUDA device " + std::to_string(device) + " (" + std::to_string(count) + " present)";
-  }
+  if (std::string why = device_unavailable_reason(device); !why.empty()) return why;
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -65,13 +57,11 @@ void CudaRankBackend::launch_native(const gpu::CallSpec& call, gpu::RankResource
   args.b = call.b.data;
   args.b_col_major = call.problem.b_layout == core::Layout::col_major;
   args.c = call.c_out.data;
-  // The kernel's chunks are the signal pieces: same rows, same order (the
-  // pivot chunk's first piece first), finer flags.
-  args.m_per_chunk = call.problem.m / call.pieces;
+  args.m_per_chunk = call.kernel_chunk_rows();
   args.n = call.problem.n;
   args.k = call.problem.k;
-  args.world_size = call.problem.world_size * call.pieces;
-  args.pivot = call.problem.rank * call.pieces;
+  args.world_size = call.kernel_chunks();
+  args.pivot = call.kernel_pivot();
   args.chunk_flags = flags;
   args.epoch = call.epoch;
   args.timeout_ns = static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u;

@@ -16,6 +16,12 @@ namespace asynctp::gpu {
 // of that device.
 void check_on_device(const char* name, const TensorView& t, int device);
 
+// "" when the runtime has a driver and `device` is one of its devices;
+// otherwise why not, naming the runtime ("no usable CUDA driver or device
+// (cudaGetDeviceCount: ...)", "no HIP device 3 (2 present)"). Each backend
+// adds its own requirements on top (gpu::runtime_unavailable_reason).
+std::string device_unavailable_reason(int device);
+
 // Whether `stream` is capturing a graph; throws Error(backend) when the
 // runtime cannot tell.
 bool stream_is_capturing(rt::StreamHandle stream);

@@ -11,13 +11,9 @@
 
 namespace asynctp::hip {
 
-// "" when `device` is a usable HIP device; otherwise why not (no HIP driver
-// or device, no such ordinal).
-std::string device_unavailable_reason(int device);
-
-// The facts of `device`. Throws Error(backend) with device_unavailable_reason when
-// there is no such device, Error(invalid_argument) for a bad
-// GPU_MAX_HW_QUEUES.
+// The facts of `device`. Throws Error(backend) with
+// gpu::runtime_unavailable_reason when there is no such device,
+// Error(invalid_argument) for a bad GPU_MAX_HW_QUEUES.
 HipDeviceFacts query_device_facts(int device);
 
 }  // namespace asynctp::hip

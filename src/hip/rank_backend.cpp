@@ -3,14 +3,15 @@
 #include <memory>
 #include <string>
 
+#include "gpu/device_checks.hpp"
 #include "hip/device_facts.hpp"
 #include "hip/mfma_layout.hpp"
 
 namespace asynctp::gpu {
 
-std::string runtime_unavailable_reason(int device) {
-  return hip::device_unavailable_reason(device);
-}
+// Every gfx9 GPU HIP reports runs bf16 GEMMs: only the driver and the
+// ordinal can be missing.
+std::string runtime_unavailable_reason(int device) { return device_unavailable_reason(device); }
 
 std::unique_ptr<RankBackend> make_rank_backend(int device) {
   return std::make_unique<hip::HipRankBackend>(device);

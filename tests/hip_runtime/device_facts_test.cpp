@@ -1,7 +1,7 @@
 // The HIP backend's device facts (src/hip/device_facts) where no AMD GPU is
-// present: device_unavailable_reason says why, query_device_facts refuses with
-// Error(backend) carrying that reason. With an AMD GPU: the facts of device 0
-// are filled and plan through hip_caps.
+// present: gpu::runtime_unavailable_reason (the shared device check) says why, query_device_facts
+// refuses with Error(backend) carrying that reason. With an AMD GPU: the facts of device 0 are
+// filled and plan through hip_caps.
 #include "hip/device_facts.hpp"
 
 #include <gtest/gtest.h>
@@ -9,12 +9,13 @@
 #include <string>
 
 #include "asynctp/error.hpp"
+#include "gpu/rank_backend.hpp"
 
 namespace asynctp {
 namespace {
 
 TEST(HipDeviceFacts, WithoutADeviceTheReasonIsGiven) {
-  const std::string why = hip::device_unavailable_reason(0);
+  const std::string why = gpu::runtime_unavailable_reason(0);
   if (why.empty()) GTEST_SKIP() << "an AMD GPU is present";
   EXPECT_NE(std::string::npos, why.find("HIP")) << why;
   try {
@@ -24,16 +25,17 @@ TEST(HipDeviceFacts, WithoutADeviceTheReasonIsGiven) {
     EXPECT_EQ(ErrorCode::backend, e.code()) << e.what();
     EXPECT_NE(std::string::npos, std::string(e.what()).find(why)) << e.what();
   }
-  EXPECT_FALSE(hip::device_unavailable_reason(-1).empty());
+  EXPECT_FALSE(gpu::runtime_unavailable_reason(-1).empty());
 }
 
 TEST(HipDeviceFacts, OnAnAmdGpuTheFactsAreFilled) {
-  if (!hip::device_unavailable_reason(0).empty()) GTEST_SKIP() << hip::device_unavailable_reason(0);
+  if (!gpu::runtime_unavailable_reason(0).empty())
+    GTEST_SKIP() << gpu::runtime_unavailable_reason(0);
   const hip::HipDeviceFacts facts = hip::query_device_facts(0);
   EXPECT_FALSE(facts.gcn_arch_name.empty());
   EXPECT_GT(facts.compute_units, 0);
   EXPECT_GE(facts.hardware_queues, 1);
-  EXPECT_NE(std::string::npos, hip::device_unavailable_reason(1 << 20).find("no HIP device"));
+  EXPECT_NE(std::string::npos, gpu::runtime_unavailable_reason(1 << 20).find("no HIP device"));
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "cuda/nccl/environment_comm.hpp"
 #include "cuda/nccl/nccl_check.hpp"
 #include "cuda/nccl/nccl_comm.hpp"
+#include "gpu/rank_backend.hpp"
 
 namespace asynctp::nccl {
 namespace {
@@ -95,26 +96,16 @@ std::map<std::string, std::string> parse_record(const std::string& record) {
 
 std::string unavailable_reason(int world_size) {
   int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) {
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
     (void)cudaGetLastError();
-    return std::string("no usable CUDA driver or device (cudaGetDeviceCount: ") +
-           cudaGetErrorName(e) + ")";
+    return gpu::runtime_unavailable_reason(0);  // names the driver's error
   }
   if (count < world_size) {
     return std::to_string(world_size) + " ranks need " + std::to_string(world_size) +
            " GPUs; this process sees " + std::to_string(count);
   }
   for (int d = 0; d < world_size; ++d) {
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return "cannot query CUDA device " + std::to_string(d);
-    }
-    if (major < 8) {
-      return "CUDA device " + std::to_string(d) + " is sm_" + std::to_string(major) +
-             "x; bf16 GEMMs need sm_80 or newer";
-    }
+    if (std::string why = gpu::runtime_unavailable_reason(d); !why.empty()) return why;
   }
   return "";
 }
