@@ -53,7 +53,19 @@ struct CallSpec {
   void* gathered_chunk(int c) const {
     return static_cast<char*>(gathered) + chunk_bytes() * static_cast<std::size_t>(c);
   }
+
+  // The native kernels see the signal pieces as their chunks: the same rows
+  // in the same order, finer flags, the pivot chunk's first piece first.
+  std::int64_t kernel_chunk_rows() const { return problem.m / pieces; }
+  int kernel_chunks() const { return problem.world_size * pieces; }
+  int kernel_pivot() const { return problem.rank * pieces; }
 };
+
+// The chunk (= rank) a kernel's error word names: the kernel counts signal
+// pieces from 1 (0 = no timeout); the answer counts chunks the same way.
+inline std::uint32_t chunk_word_of_piece_word(std::uint32_t piece_word, int pieces) {
+  return piece_word == 0 ? 0 : 1 + (piece_word - 1) / static_cast<std::uint32_t>(pieces);
+}
 
 // Most signal pieces per chunk (sizes the flags, release words and events).
 inline constexpr int kMaxSignalPieces = 4;

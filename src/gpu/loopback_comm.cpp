@@ -235,8 +235,7 @@ void LoopbackComm::synchronize() {
         "copy (error words)");
   check(rt::stream_synchronize(s), "stream synchronize (error words)");
   if (words[0] == 0) return;
-  // The kernel counts signal pieces; name the chunk (= the rank) instead.
-  words[0] = 1 + (words[0] - 1) / static_cast<std::uint32_t>(pending_pieces_);
+  words[0] = chunk_word_of_piece_word(words[0], pending_pieces_);
   check(rt::memset_async(res_.error_words.get(), 0, sizeof words, s), "memset (error words)");
   check(rt::stream_synchronize(s), "stream synchronize (error words)");
   throw Error(ErrorCode::timeout,

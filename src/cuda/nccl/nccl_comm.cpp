@@ -359,7 +359,7 @@ void NcclComm::synchronize() {
               ", seen " + std::to_string(barrier[1]) + ")";
     throw Error(ErrorCode::timeout, broken_);
   }
-  gate[0] = 1 + (gate[0] - 1) / static_cast<std::uint32_t>(pending_pieces_);
+  gate[0] = gpu::chunk_word_of_piece_word(gate[0], pending_pieces_);
   throw Error(ErrorCode::timeout,
               "rank " + std::to_string(rank_) + ": " +
                   backend_.native_error_message(
