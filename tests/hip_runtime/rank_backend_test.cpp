@@ -30,6 +30,7 @@
 #include "gpu/call_check.hpp"
 #include "gpu/call_spec.hpp"
 #include "gpu/gemm_paths.hpp"
+#include "hip_runtime/amd_devices.hpp"
 
 namespace asynctp {
 namespace {
@@ -46,15 +47,6 @@ core::ProblemDesc problem(std::int64_t m) {
   p.k = 4096;
   p.dtype = DType::bf16;
   return p;
-}
-
-int amd_devices() {
-  int count = 0;
-  if (hipGetDeviceCount(&count) != hipSuccess) {
-    (void)hipGetLastError();
-    return 0;
-  }
-  return count;
 }
 
 TEST(HipRankBackend, ChoiceCarriesTheKernelWhereNativeRuns) {

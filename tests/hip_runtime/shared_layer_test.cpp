@@ -22,18 +22,10 @@
 #include "gpu/rank_resources.hpp"
 #include "gpu/resources.hpp"
 #include "gpu/stream_memops.hpp"
+#include "hip_runtime/amd_devices.hpp"
 
 namespace asynctp {
 namespace {
-
-int amd_devices() {
-  int count = 0;
-  if (hipGetDeviceCount(&count) != hipSuccess) {
-    (void)hipGetLastError();
-    return 0;
-  }
-  return count;
-}
 
 template <class Make>
 void expect_backend_error_naming(Make make, const std::string& what) {
