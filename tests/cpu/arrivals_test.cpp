@@ -108,7 +108,7 @@ INSTANTIATE_TEST_SUITE_P(AllAlgorithms, Arrivals,
 // Spans of one rank from a trace of one call.
 struct RankTimeline {
   double delayed_copy_begin = -1, delayed_copy_end = -1;
-  double first_local_gemm_begin = -1, last_local_gemm_end = -1;
+  double last_local_gemm_end = -1;
   double first_gemm_begin = -1;  // any GEMM work on a gathered row block
   int local_gemm_spans = 0;
 };
@@ -126,41 +126,68 @@ RankTimeline timeline(const Trace& trace, int rank, int local_chunk, int delayed
     if (t.first_gemm_begin < 0 || e.begin_us < t.first_gemm_begin) t.first_gemm_begin = e.begin_us;
     if (e.args_json.find("\"chunk\": " + std::to_string(local_chunk) + ",") != std::string::npos) {
       ++t.local_gemm_spans;
-      if (t.first_local_gemm_begin < 0 || e.begin_us < t.first_local_gemm_begin) {
-        t.first_local_gemm_begin = e.begin_us;
-      }
       t.last_local_gemm_end = std::max(t.last_local_gemm_end, end);
     }
   }
   return t;
 }
 
-// The point of native: with the last chunk 60 ms late, each rank computes
-// its own chunk (and the others that arrived) while the late one is still
-// being waited for. The decomposed baseline, under the same delay, cannot
-// start any GEMM work before the late chunk lands; checking it too shows the
-// timeline assertions can tell the difference.
+// One rank's GEMM spans recorded so far: all of them, and those on one chunk
+// (the trace is thread-safe, so a hook may read it while the call runs).
+struct GemmSpanCount {
+  int all = 0, on_chunk = 0;
+};
+
+GemmSpanCount gemm_spans(const Trace& trace, int rank, int chunk) {
+  GemmSpanCount count;
+  const std::string key = "\"chunk\": " + std::to_string(chunk) + ",";
+  for (const Trace::Event& e : trace.events()) {
+    if (e.rank != rank || e.category != "gemm" || e.lane.rfind("gemm worker", 0) != 0) continue;
+    ++count.all;
+    if (e.args_json.find(key) != std::string::npos) ++count.on_chunk;
+  }
+  return count;
+}
+
+// The point of native: each rank computes its own chunk while a late one is
+// still in flight. Proved by cause, not by wall-clock: the late chunk's copy
+// is held back until the rank's trace shows every tile of its local chunk
+// computed. Native gets there (a bounded 30 s hold that never runs out);
+// decomposed, under the same hold, cannot start any GEMM work before the late
+// chunk lands, so its hold runs out (after 200 ms) with nothing computed:
+// the check can tell the two apart. (A timing version of this test, the late
+// copy merely slept for, failed on a loaded 2-core CI machine.)
 TEST(ArrivalsOverlap, NativeComputesArrivedChunksWhileALateOneIsInFlight) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
   constexpr int kWorld = 4;
-  // Long enough that 12 small tiles finish inside it even on a loaded 2-core
-  // machine under a sanitizer (60 ms once failed there under TSan).
-  constexpr int kDelayMs = 150;
+  constexpr int kLocalTiles = 12;  // 4 M tiles x 3 N tiles per chunk with 16 x 16 tiles
   Shape shape = small_shape(kWorld);
-  shape.m = 64;  // 4 M tiles x 3 N tiles per chunk with 16 x 16 tiles
+  shape.m = 64;
   cpu::Group group({kWorld, 2});
   FusedProblem problem(shape, rng);
   const auto late_chunk = [](int rank) { return (rank + kWorld - 1) % kWorld; };
 
   for (Algorithm algorithm : {Algorithm::native, Algorithm::decomposed}) {
     SCOPED_TRACE(to_string(algorithm));
+    const bool native = algorithm == Algorithm::native;
+    const auto hold = native ? std::chrono::milliseconds(30'000) : std::chrono::milliseconds(200);
     Trace trace;
+    // Local-chunk spans each rank's trace showed when its late copy was let go.
+    std::vector<GemmSpanCount> spans_at_release(kWorld, GemmSpanCount{-1, -1});
     Options options = with_algorithm(algorithm);
+    options.wait_timeout_ms = 60'000;  // longer than any hold
     options.trace = &trace;
     options.hooks.before_copy = [&](int rank, int chunk) {
-      if (chunk == late_chunk(rank)) std::this_thread::sleep_for(std::chrono::milliseconds(kDelayMs));
+      if (chunk != late_chunk(rank)) return;
+      const auto deadline = std::chrono::steady_clock::now() + hold;
+      GemmSpanCount spans = gemm_spans(trace, rank, rank);
+      while (spans.on_chunk < kLocalTiles && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        spans = gemm_spans(trace, rank, rank);
+      }
+      spans_at_release[static_cast<std::size_t>(rank)] = spans;
     };
     problem.poison_outputs();
     const auto outcomes = asynctp_test::run_collective(
@@ -173,13 +200,14 @@ TEST(ArrivalsOverlap, NativeComputesArrivedChunksWhileALateOneIsInFlight) {
       const RankTimeline t = timeline(trace, rank, rank, late_chunk(rank));
       ASSERT_GE(t.delayed_copy_end, 0) << "no copy span for the late chunk";
       ASSERT_GE(t.first_gemm_begin, 0) << "no GEMM spans";
-      if (algorithm == Algorithm::native) {
-        ASSERT_EQ(t.local_gemm_spans, 12) << "one span per tile of the local chunk";
-        // GEMM on the local chunk began, and indeed finished, before the late
-        // copy had even started: the wait was spent computing.
-        EXPECT_LT(t.first_local_gemm_begin, t.delayed_copy_end);
+      const GemmSpanCount released_with = spans_at_release[static_cast<std::size_t>(rank)];
+      if (native) {
+        ASSERT_EQ(t.local_gemm_spans, kLocalTiles) << "one span per tile of the local chunk";
+        EXPECT_EQ(released_with.on_chunk, kLocalTiles)
+            << "the local chunk was not computed while the late chunk was held back";
         EXPECT_LT(t.last_local_gemm_end, t.delayed_copy_begin);
       } else {
+        EXPECT_EQ(released_with.all, 0) << "decomposed computed before the all-gather finished";
         // The copy's begin, not its end: the end is stamped after the
         // release, by which time a woken worker may already have started.
         EXPECT_GE(t.first_gemm_begin, t.delayed_copy_begin)
