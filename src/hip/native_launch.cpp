@@ -2,11 +2,11 @@
 
 #include <hip/hip_version.h>
 
-#include <cstdio>
 #include <optional>
 #include <string>
 
 #include "asynctp/error.hpp"
+#include "core/kernel_error_words.hpp"
 #include "gpu/check.hpp"
 #include "hip/device_topology.hpp"
 #include "hip/launch.hpp"
@@ -80,14 +80,8 @@ void launch_native(const gpu::CallSpec& call, gpu::RankResources& res, const std
 }
 
 std::string native_error_message(const std::uint32_t words[3], std::uint64_t timeout_ns) {
-  if (words[0] == 0) return "";
-  const unsigned chunk = words[0] - 1u;
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "native GEMM (%s): chunk %u (rank %u's shard) was not signalled within %.3f ms: "
-                "its flag read %u, expected epoch %u",
-                kNativeKernelName, chunk, chunk, double(timeout_ns) * 1e-6, words[1], words[2]);
-  return buf;
+  return core::chunk_wait_error_message(std::string("native GEMM (") + kNativeKernelName + ")",
+                                        words, timeout_ns);
 }
 
 }  // namespace asynctp::hip

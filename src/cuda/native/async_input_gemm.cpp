@@ -5,11 +5,12 @@
 #include <cuda_runtime_api.h>
 
 #include <climits>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "core/kernel_error_words.hpp"
 #include "instances.hpp"
 
 namespace asynctp::cuda::native {
@@ -166,8 +167,10 @@ bool can_implement(const NativeGemmConfig& c, const NativeGemmArgs& a, std::stri
     return fail(reason, "a, b and c must be 16-byte aligned (TMA)");
   }
   if (a.world_size < 1) return fail(reason, "world_size must be >= 1");
-  if (a.pivot < 0 || a.pivot >= a.world_size) return fail(reason, "pivot must be in [0, world_size)");
-  if (a.m_per_chunk <= 0 || a.n <= 0 || a.k <= 0) return fail(reason, "m_per_chunk, n and k must be > 0");
+  if (a.pivot < 0 || a.pivot >= a.world_size)
+    return fail(reason, "pivot must be in [0, world_size)");
+  if (a.m_per_chunk <= 0 || a.n <= 0 || a.k <= 0)
+    return fail(reason, "m_per_chunk, n and k must be > 0");
   if (a.m_per_chunk % c.m_granularity != 0) {
     return fail(reason, "m_per_chunk (" + std::to_string(a.m_per_chunk) +
                             ") must be a multiple of " + std::to_string(c.m_granularity) +
@@ -234,14 +237,7 @@ int grid_size(const NativeGemmConfig& c, const NativeGemmArgs& a) {
 }
 
 std::string native_gemm_error_message(const std::uint32_t words[3], std::uint64_t timeout_ns) {
-  if (words[0] == 0) return "";
-  const unsigned chunk = words[0] - 1u;
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "native GEMM: chunk %u (rank %u's shard) was not signalled within %.3f ms: "
-                "its flag read %u, expected epoch %u",
-                chunk, chunk, double(timeout_ns) * 1e-6, words[1], words[2]);
-  return buf;
+  return core::chunk_wait_error_message("native GEMM", words, timeout_ns);
 }
 
 }  // namespace asynctp::cuda::native
