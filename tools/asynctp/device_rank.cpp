@@ -1,5 +1,9 @@
 #include "device_rank.hpp"
 
+#include <stdexcept>
+
+#include "check.hpp"
+
 namespace asynctp::tool {
 namespace {
 
@@ -39,6 +43,34 @@ void DeviceRank::download_outputs(const RankData& h) {
   c.download(h.c.data, stream.get(), "C");
   gathered.download(h.gathered.data, stream.get(), "gathered A");
   device_check(gpu::rt::stream_synchronize(stream.get()), "fetching the outputs");
+}
+
+void HeldRanks::place(int rank, int device) {
+  ranks_[index(rank)] = std::make_unique<DeviceRank>((*host_)[index(rank)], device,
+                                                     "rank " + std::to_string(rank) + "'s ");
+}
+
+RankViews HeldRanks::views(int rank) const {
+  const auto& held = ranks_.at(index(rank));
+  if (!held) throw std::logic_error("rank " + std::to_string(rank) + " is not placed here");
+  return held->views;
+}
+
+void* HeldRanks::stream(int rank) const noexcept {
+  const auto i = index(rank);
+  return i < ranks_.size() && ranks_[i] ? ranks_[i]->stream.get() : nullptr;
+}
+
+// The host pattern is the one check_outputs recognises as unwritten; copying
+// it keeps one definition of the poison.
+void HeldRanks::poison_host() { poison_outputs(*host_); }
+
+void HeldRanks::upload_outputs(int rank) {
+  ranks_[index(rank)]->upload_outputs((*host_)[index(rank)]);
+}
+
+void HeldRanks::download_outputs(int rank) {
+  ranks_[index(rank)]->download_outputs((*host_)[index(rank)]);
 }
 
 }  // namespace asynctp::tool

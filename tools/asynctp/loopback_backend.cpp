@@ -61,10 +61,12 @@ loopback::LoopbackConfig loopback_config(const RunArgs& args) {
 }
 
 LoopbackBackend::LoopbackBackend(const RunArgs& args)
-    : args_(args), group_(loopback_config(args)), device_name_(device_name_of(device())) {
+    : args_(args),
+      group_(loopback_config(args)),
+      device_name_(device_name_of(device())),
+      held_(args.world_size) {
   // This (main) thread creates the timing events and frees the buffers.
   device_check(gpu::rt::set_device(device()), "set device");
-  ranks_.resize(static_cast<std::size_t>(world_size()));
 }
 
 LoopbackBackend::~LoopbackBackend() { (void)gpu::rt::set_device(device()); }
@@ -94,39 +96,17 @@ std::string LoopbackBackend::timing_rule() const {
 
 void LoopbackBackend::place(std::vector<RankData>& host) {
   check_device_memory(host, device());
-  host_ = &host;
-  group_.run([&](Comm& comm) { place_rank(comm.rank()); });
+  held_.bind(host);
+  group_.run([&](Comm& comm) { held_.place(comm.rank(), device()); });
 }
 
-void LoopbackBackend::place_rank(int rank) {
-  const RankData& h = (*host_)[static_cast<std::size_t>(rank)];
-  auto d = std::make_unique<DeviceRank>(h, device(), "rank " + std::to_string(rank) + "'s ");
-  ranks_[static_cast<std::size_t>(rank)] = std::move(d);
-}
-
-RankViews LoopbackBackend::views(int rank) const {
-  return ranks_[static_cast<std::size_t>(rank)]->views;
-}
-
-void* LoopbackBackend::stream(int rank) const noexcept {
-  return ranks_[static_cast<std::size_t>(rank)]->stream.get();
-}
-
-// The host pattern is the one check_outputs recognises as unwritten; copying
-// it keeps one definition of the poison.
 void LoopbackBackend::poison_outputs() {
-  tool::poison_outputs(*host_);
-  group_.run([&](Comm& comm) {
-    const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
-    ranks_[static_cast<std::size_t>(comm.rank())]->upload_outputs(h);
-  });
+  held_.poison_host();
+  group_.run([&](Comm& comm) { held_.upload_outputs(comm.rank()); });
 }
 
 void LoopbackBackend::fetch_outputs() {
-  group_.run([&](Comm& comm) {
-    const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
-    ranks_[static_cast<std::size_t>(comm.rank())]->download_outputs(h);
-  });
+  group_.run([&](Comm& comm) { held_.download_outputs(comm.rank()); });
 }
 
 // Each rank's own call span (LoopbackGroup::last_call_ms): with serialized

@@ -32,8 +32,8 @@ class LoopbackBackend final : public Backend {
   void run(const std::function<void(Comm&)>& body) override { group_.run(body); }
 
   void place(std::vector<RankData>& host) override;
-  RankViews views(int rank) const override;
-  void* stream(int rank) const noexcept override;
+  RankViews views(int rank) const override { return held_.views(rank); }
+  void* stream(int rank) const noexcept override { return held_.stream(rank); }
   void poison_outputs() override;
   void fetch_outputs() override;
   std::vector<double> time_calls(int total, const CallFn& call, const BeforeFn& before) override;
@@ -42,14 +42,10 @@ class LoopbackBackend final : public Backend {
   const std::string& device_name() const noexcept { return device_name_; }
 
  private:
-  // Each rank's thread makes its own stream and buffers.
-  void place_rank(int rank);
-
   RunArgs args_;
   loopback::LoopbackGroup group_;
   std::string device_name_;
-  std::vector<RankData>* host_ = nullptr;
-  std::vector<std::unique_ptr<DeviceRank>> ranks_;  // made by place, on each rank's thread
+  HeldRanks held_;  // each rank's part made by place, on that rank's thread
 };
 
 // The LoopbackConfig `asynctp run --backend cuda|hip` and `bench` use.

@@ -40,7 +40,7 @@ class GateWord {
 
 }  // namespace
 
-NcclBackend::NcclBackend(const RunArgs& args) : group_(args.world_size) {
+NcclBackend::NcclBackend(const RunArgs& args) : group_(args.world_size), held_(args.world_size) {
   std::map<std::string, int> names;
   for (int r = 0; r < group_.world_size(); ++r) {
     cudaDeviceProp props{};
@@ -51,12 +51,11 @@ NcclBackend::NcclBackend(const RunArgs& args) : group_(args.world_size) {
     if (!device_names_.empty()) device_names_ += ", ";
     device_names_ += std::to_string(count) + " x " + name;
   }
-  ranks_.resize(static_cast<std::size_t>(group_.world_size()));
 }
 
 NcclBackend::~NcclBackend() {
   // Buffers and streams belong to each rank's GPU: free them there.
-  group_.run([&](Comm& comm) { ranks_[static_cast<std::size_t>(comm.rank())].reset(); });
+  group_.run([&](Comm& comm) { held_.release(comm.rank()); });
 }
 
 std::string NcclBackend::description() const {
@@ -70,37 +69,17 @@ std::string NcclBackend::timing_rule() const {
 }
 
 void NcclBackend::place(std::vector<RankData>& host) {
-  host_ = &host;
-  group_.run([&](Comm& comm) {
-    const int rank = comm.rank();
-    const int device = group_.device(rank);
-    auto d = std::make_unique<DeviceRank>(host[static_cast<std::size_t>(rank)], device,
-                                          "rank " + std::to_string(rank) + "'s ");
-    ranks_[static_cast<std::size_t>(rank)] = std::move(d);
-  });
-}
-
-RankViews NcclBackend::views(int rank) const {
-  return ranks_[static_cast<std::size_t>(rank)]->views;
-}
-
-void* NcclBackend::stream(int rank) const noexcept {
-  return ranks_[static_cast<std::size_t>(rank)]->stream.get();
+  held_.bind(host);
+  group_.run([&](Comm& comm) { held_.place(comm.rank(), group_.device(comm.rank())); });
 }
 
 void NcclBackend::poison_outputs() {
-  tool::poison_outputs(*host_);
-  group_.run([&](Comm& comm) {
-    const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
-    ranks_[static_cast<std::size_t>(comm.rank())]->upload_outputs(h);
-  });
+  held_.poison_host();
+  group_.run([&](Comm& comm) { held_.upload_outputs(comm.rank()); });
 }
 
 void NcclBackend::fetch_outputs() {
-  group_.run([&](Comm& comm) {
-    const RankData& h = (*host_)[static_cast<std::size_t>(comm.rank())];
-    ranks_[static_cast<std::size_t>(comm.rank())]->download_outputs(h);
-  });
+  group_.run([&](Comm& comm) { held_.download_outputs(comm.rank()); });
 }
 
 // Every rank's stream waits on one host word before its begin event; the
@@ -165,7 +144,7 @@ std::vector<double> NcclBackend::time_calls(int total, const CallFn& call, const
 class LaunchedNcclBackend final : public Backend {
  public:
   explicit LaunchedNcclBackend(const RunArgs& args)
-      : comm_(nccl::comm_from_environment()), rank_(comm_->rank()) {
+      : comm_(nccl::comm_from_environment()), rank_(comm_->rank()), held_(comm_->world_size()) {
     (void)args;
     device_check(cudaGetDevice(&device_), "cudaGetDevice");
     cudaDeviceProp props{};
@@ -174,7 +153,7 @@ class LaunchedNcclBackend final : public Backend {
   }
   ~LaunchedNcclBackend() override {
     (void)cudaSetDevice(device_);
-    mine_.reset();
+    held_.release(rank_);
   }
 
   const char* name() const noexcept override { return "cuda"; }
@@ -201,31 +180,20 @@ class LaunchedNcclBackend final : public Backend {
   }
 
   void place(std::vector<RankData>& host) override {
-    host_ = &host;
+    held_.bind(host);
     device_check(cudaSetDevice(device_), "cudaSetDevice");
-    const RankData& h = host[static_cast<std::size_t>(rank_)];
-    mine_ = std::make_unique<DeviceRank>(h, device_, "");
+    held_.place(rank_, device_);
   }
-  RankViews views(int rank) const override {
-    (void)rank;
-    return mine_->views;
-  }
-  void* stream(int rank) const noexcept override {
-    (void)rank;
-    return mine_->stream.get();
-  }
+  RankViews views(int rank) const override { return held_.views(rank); }
+  void* stream(int rank) const noexcept override { return held_.stream(rank); }
   void poison_outputs() override {
-    tool::poison_outputs(*host_);
-    const RankData& h = (*host_)[static_cast<std::size_t>(rank_)];
-    mine_->upload_outputs(h);
+    held_.poison_host();
+    held_.upload_outputs(rank_);
   }
-  void fetch_outputs() override {
-    const RankData& h = (*host_)[static_cast<std::size_t>(rank_)];
-    mine_->download_outputs(h);
-  }
+  void fetch_outputs() override { held_.download_outputs(rank_); }
   std::vector<double> time_calls(int total, const CallFn& call, const BeforeFn& before) override {
     device_check(cudaSetDevice(device_), "cudaSetDevice");
-    const cudaStream_t s = mine_->stream.get();
+    const auto s = static_cast<cudaStream_t>(held_.stream(rank_));
     std::vector<double> ms;
     for (int i = 0; i < total; ++i) {
       before(i, ms.empty() ? std::nullopt : std::optional<double>(ms.back()));
@@ -245,8 +213,7 @@ class LaunchedNcclBackend final : public Backend {
   int rank_ = 0;
   int device_ = 0;
   std::string device_name_;
-  std::vector<RankData>* host_ = nullptr;
-  std::unique_ptr<DeviceRank> mine_;
+  HeldRanks held_;  // only this process's rank is placed
 };
 
 namespace nccl_entry {

@@ -29,8 +29,8 @@ class NcclBackend final : public Backend {
   void run(const std::function<void(Comm&)>& body) override { group_.run(body); }
 
   void place(std::vector<RankData>& host) override;
-  RankViews views(int rank) const override;
-  void* stream(int rank) const noexcept override;
+  RankViews views(int rank) const override { return held_.views(rank); }
+  void* stream(int rank) const noexcept override { return held_.stream(rank); }
   void poison_outputs() override;
   void fetch_outputs() override;
   std::vector<double> time_calls(int total, const CallFn& call, const BeforeFn& before) override;
@@ -38,8 +38,7 @@ class NcclBackend final : public Backend {
  private:
   nccl::LocalGroup group_;
   std::string device_names_;
-  std::vector<RankData>* host_ = nullptr;
-  std::vector<std::unique_ptr<DeviceRank>> ranks_;  // made on each rank's thread
+  HeldRanks held_;  // each rank's part made and freed on that rank's thread
 };
 
 }  // namespace asynctp::tool
