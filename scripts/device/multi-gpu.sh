@@ -14,6 +14,8 @@
 #              NCCL + torch.mm baseline on the same shapes (bench/torch_fused_ag_mm.py)
 #
 #   scripts/device/multi-gpu.sh [-w W] [step...]   default W: every GPU; steps: all
+#   SHAPES=MxNxK,... and ITERS=N override the shapes and iterations (e.g. a
+#   short rehearsal of the mechanics with -w 1 on a one-GPU machine).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh >/dev/null
@@ -27,6 +29,7 @@ shapes="8192x8192x8192"
 for m in 2048 4096 8192 16384 32768; do
   for n in 1280 3584 7168; do shapes+=",${m}x${n}x8192"; done
 done
+shapes=${SHAPES:-$shapes}
 launch() { python3 -m torch.distributed.run --standalone --nproc-per-node "$world" "$@"; }
 
 source scripts/device/steps.sh
