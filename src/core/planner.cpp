@@ -101,6 +101,12 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
               "copy and signals to the same GEMM)"};
     return result;
   }
+  if (!caps.overlap_unprofitable_reason.empty()) {
+    result = {Algorithm::decomposed, 0, 0,
+              "overlap does not pay here (" + caps.overlap_unprofitable_reason +
+                  "); one GEMM after the gather is faster"};
+    return result;
+  }
   if (!blocker) {
     result = {Algorithm::native, tile_m, tile_n,
               "bf16, m per rank " + num(problem.m) + " is a multiple of tile M " + num(tile_m) +

@@ -26,6 +26,11 @@ struct BackendCaps {
   // CUDA hardware queue for every stream): auto then picks decomposed, the
   // cheapest way to do the same work in sequence. Forced algorithms still run.
   std::string no_overlap_reason;
+  // Set when overlap cannot pay for itself on this problem, though it could
+  // run (e.g. the native kernel would leave a quarter of the GPU idle where
+  // one library GEMM after the gather fills it): auto then picks decomposed.
+  // Forced algorithms still run.
+  std::string overlap_unprofitable_reason;
   // Set when this build has no library GEMM (e.g. a HIP build without
   // hipBLAS): pipelined and decomposed cannot run; auto then needs native,
   // and forcing either of the others is an error that says why.

@@ -34,6 +34,25 @@ nat::NativeGemmArgs shape_query(const core::ProblemDesc& p) {
   return args;
 }
 
+// Below this share of the SMs busy with output tiles, auto does not overlap.
+// W = 8 and 4 loopback runs on the H200 (bench/results/2026-12-04-session6-
+// h200.md): at 61 % (80 tiles of 128x256 on 132 SMs) and 48 %, native lost
+// to decomposed by up to 22 % and pipelined did no better; at 97 % (128
+// tiles of 256x160) and from one full wave up, native won.
+constexpr double kMinNativeSmFill = 0.75;
+
+// Why overlapping would not pay with `config` on this device, or "".
+std::string underfilled_reason(const nat::NativeGemmConfig& config, const core::ProblemDesc& p,
+                               int sm_count) {
+  const std::int64_t tiles = (std::int64_t{p.world_size} * p.m / config.tile_m) *
+                             ((p.n + config.tile_n - 1) / config.tile_n);
+  if (sm_count <= 0 || double(tiles) >= kMinNativeSmFill * sm_count) return "";
+  return "the native kernel's " + std::to_string(tiles) + " output tiles of " +
+         std::to_string(config.tile_m) + "x" + std::to_string(config.tile_n) + " would keep " +
+         std::to_string(tiles) + " of the " + std::to_string(sm_count) + " SMs busy, under " +
+         std::to_string(int(kMinNativeSmFill * 100)) + " %, and per-chunk GEMMs fewer still";
+}
+
 bool has_layout(const nat::NativeGemmConfig& c, bool col_major) {
   return col_major ? c.has_b_col_major : c.has_b_row_major;
 }
@@ -119,6 +138,7 @@ CudaCapsChoice cuda_caps(const DeviceInfo& device, const core::ProblemDesc& prob
     std::string why;
     if (nat::can_implement(*config, shape_query(problem), &why)) {
       out.config = config;
+      caps.overlap_unprofitable_reason = underfilled_reason(*config, problem, device.sm_count);
     } else if (problem.m % config->m_granularity == 0 && problem.n % 8 == 0 && problem.k % 8 == 0) {
       // The planner's own rules pass but the kernel still refuses: say so.
       caps.native_supported = false;

@@ -215,6 +215,26 @@ TEST(Planner, NoOverlapPossibleMakesAutoDecomposedButForcedStillRuns) {
   EXPECT_EQ(Algorithm::pipelined, piped.algorithm);
 }
 
+TEST(Planner, OverlapThatDoesNotPayMakesAutoDecomposedButForcedStillRuns) {
+  BackendCaps c = caps();
+  c.overlap_unprofitable_reason = "80 of the 132 SMs busy";
+  // Whether native fits (m 512) or not (m 384, where auto would otherwise
+  // pipeline), auto runs the one GEMM after the gather and says why.
+  for (std::int64_t m : {512, 384}) {
+    const Plan p = plan(problem(4, m, 1024, 1024), c, ResolvedOptions{});
+    EXPECT_EQ(Algorithm::decomposed, p.algorithm) << m;
+    EXPECT_TRUE(contains(p.reason, "overlap does not pay")) << p.reason;
+    EXPECT_TRUE(contains(p.reason, "80 of the 132 SMs busy")) << p.reason;
+  }
+  EXPECT_EQ(Algorithm::pipelined, plan(problem(4, 384, 1024, 1024), caps(), {}).algorithm);
+  for (Algorithm a : {Algorithm::native, Algorithm::pipelined}) {
+    EXPECT_EQ(a, plan(problem(4, 512, 1024, 1024), c, forced(a)).algorithm) << to_string(a);
+  }
+  // A build without a library GEMM still has only native.
+  c.library_gemm_unavailable_reason = "no hipBLAS";
+  EXPECT_EQ(Algorithm::native, plan(problem(4, 512, 1024, 1024), c, {}).algorithm);
+}
+
 TEST(Planner, WithoutALibraryGemmOnlyNativeRuns) {
   BackendCaps c = caps();
   c.library_gemm_unavailable_reason = "this build has no hipBLAS";

@@ -4,9 +4,14 @@
 //
 //   LoopbackPlanner.AutoPicksNativeForFittingBf16
 //       bf16, m per rank a multiple of 128 (and of 256), n and k multiples
-//       of 8, both B layouts: the plan is native with a tile M dividing m; the
-//       plan writes nothing; the auto call runs what was planned (same
-//       algorithm, tile, reason) and is correct.
+//       of 8, both B layouts, enough output tiles for every SM: the plan is
+//       native with a tile M dividing m; the plan writes nothing; the auto
+//       call runs what was planned (same algorithm, tile, reason) and is
+//       correct.
+//   LoopbackPlanner.AutoDoesNotOverlapWhereTheKernelWouldLeaveSmsIdle
+//       a fitting shape of at most 16 output tiles: the plan is decomposed and says
+//       how many SMs native would keep busy; the auto call runs it
+//       correctly, and forced native still runs and is correct.
 //   LoopbackPlanner.AutoFallsBackAndSaysWhy
 //       m per rank not a multiple of the tile M (64, 192, 200), fp16, fp32,
 //       n or k not a multiple of 8: the plan is not native and its reason
@@ -77,11 +82,13 @@ TEST(LoopbackPlanner, AutoPicksNativeForFittingBf16) {
   LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
   RankStreams streams;
   CUDA_ASSERT(streams.create(kWorld));
+  // Hundreds of output tiles with any config (auto does not overlap a
+  // problem that leaves SMs idle: the next test), K small to stay quick.
   const Shape shapes[] = {
-      lb::loopback_shape(kWorld, 256, 512, 256, DType::bf16, false),
-      lb::loopback_shape(kWorld, 256, 520, 264, DType::bf16, true),
+      lb::loopback_shape(kWorld, 4096, 2048, 256, DType::bf16, false),
+      lb::loopback_shape(kWorld, 4096, 2056, 264, DType::bf16, true),
       // A multiple of 128 that is not one of 256: a 128-row config must fit.
-      lb::loopback_shape(kWorld, 384, 392, 136, DType::bf16, false, /*gathered=*/false),
+      lb::loopback_shape(kWorld, 4224, 1544, 136, DType::bf16, false, /*gathered=*/false),
   };
   for (const Shape& shape : shapes) {
     SCOPED_TRACE(shape.to_string());
@@ -94,6 +101,38 @@ TEST(LoopbackPlanner, AutoPicksNativeForFittingBf16) {
     EXPECT_GT(plan.tile_n, 0);
     EXPECT_EQ(0, shape.m % plan.tile_m) << "tile M " << plan.tile_m << " does not divide m";
   }
+}
+
+TEST(LoopbackPlanner, AutoDoesNotOverlapWhereTheKernelWouldLeaveSmsIdle) {
+  ASYNCTP_REQUIRE_SM90();
+  if (lb::single_hardware_queue()) {
+    GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS=1: auto's reason is about the variable here";
+  }
+  lb::CleanPlannerEnv env;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  lb::print_case(seed, "a fitting shape too small to fill the GPU");
+  auto rng = seed.rng();
+  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
+  // 512 gathered rows x 512 columns: 8 output tiles of 128x256, 16 of
+  // 128x128, against 132 SMs on an H100 or H200.
+  LoopbackProblem problem(lb::loopback_shape(kWorld, 256, 512, 256), rng);
+  ASSERT_NO_FATAL_FAILURE(problem.prepare());
+  RunInfo plan;
+  ASSERT_NO_FATAL_FAILURE(plan_then_run(group, streams, problem, Options{}, &plan));
+  EXPECT_EQ(Algorithm::decomposed, plan.algorithm) << plan.reason;
+  EXPECT_TRUE(lb::contains(plan.reason, "overlap does not pay")) << plan.reason;
+  EXPECT_TRUE(lb::contains(plan.reason, "SMs busy")) << plan.reason;
+
+  const Options native = lb::options_for(Algorithm::native);
+  ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+  const auto results = lb::run_ranks(
+      group, streams, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, native, s); },
+      "forced native on a small shape");
+  lb::expect_all_ok(results, Algorithm::native);
+  ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
 }
 
 struct Unfit {

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -219,8 +220,13 @@ const NativeGemmConfig* choose_native_gemm_config(const NativeGemmArgs& a) {
     if (grid <= 0) continue;
     const int64_t tiles = (m / c.tile_m) * ((a.n + c.tile_n - 1) / c.tile_n);
     const int64_t waves = (tiles + grid - 1) / grid;
+    // One partial wave is measured against the SMs the kernel may use, not
+    // its grid: a problem of fewer tiles than SMs gets a grid of one CTA per
+    // tile, and the SMs left idle are lost all the same (so of two one-wave
+    // configs, the one with more tiles wins).
+    const int slots = waves == 1 ? std::max(grid, sm_limit(a)) : grid;
     const double wave_eff =
-        double(m) * double(a.n) / (double(waves) * grid * double(c.tile_m) * double(c.tile_n));
+        double(m) * double(a.n) / (double(waves) * slots * double(c.tile_m) * double(c.tile_n));
     const double score = wave_eff * (spec ? spec->efficiency : 0.9);
     if (!best || score > best_score + 1e-9) {
       best = &c;
