@@ -25,6 +25,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -69,19 +71,29 @@ void plan_then_run(LoopbackGroup& group, const RankStreams& streams, LoopbackPro
   ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
 }
 
-TEST(LoopbackPlanner, AutoPicksNativeForFittingBf16) {
-  ASYNCTP_REQUIRE_SM90();
+// Every test: sm_90 or skipped, the ASYNCTP_* planner variables cleared, a
+// seed, and a pcie loopback group of kWorld ranks with a stream each.
+class LoopbackPlanner : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASYNCTP_REQUIRE_SM90();
+    group_.emplace(lb::loopback_config(kWorld, Link::pcie));
+    CUDA_ASSERT(streams_.create(kWorld));
+  }
+
+  lb::CleanPlannerEnv env_;
+  const Seed seed_;
+  std::mt19937_64 rng_ = seed_.rng();
+  std::optional<LoopbackGroup> group_;
+  RankStreams streams_;
+};
+
+TEST_F(LoopbackPlanner, AutoPicksNativeForFittingBf16) {
   if (lb::single_hardware_queue()) {
     GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS=1: auto does not pick native in this process";
   }
-  lb::CleanPlannerEnv env;
-  const Seed seed;
-  SCOPED_TRACE(seed.note());
-  lb::print_case(seed, "fitting bf16 shapes");
-  auto rng = seed.rng();
-  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
-  RankStreams streams;
-  CUDA_ASSERT(streams.create(kWorld));
+  SCOPED_TRACE(seed_.note());
+  lb::print_case(seed_, "fitting bf16 shapes");
   // Hundreds of output tiles with any config (auto does not overlap a
   // problem that leaves SMs idle: the next test), K small to stay quick.
   const Shape shapes[] = {
@@ -92,10 +104,10 @@ TEST(LoopbackPlanner, AutoPicksNativeForFittingBf16) {
   };
   for (const Shape& shape : shapes) {
     SCOPED_TRACE(shape.to_string());
-    LoopbackProblem problem(shape, rng);
+    LoopbackProblem problem(shape, rng_);
     ASSERT_NO_FATAL_FAILURE(problem.prepare());
     RunInfo plan;
-    ASSERT_NO_FATAL_FAILURE(plan_then_run(group, streams, problem, Options{}, &plan));
+    ASSERT_NO_FATAL_FAILURE(plan_then_run(*group_, streams_, problem, Options{}, &plan));
     EXPECT_EQ(Algorithm::native, plan.algorithm) << plan.reason;
     ASSERT_GT(plan.tile_m, 0);
     EXPECT_GT(plan.tile_n, 0);
@@ -103,25 +115,18 @@ TEST(LoopbackPlanner, AutoPicksNativeForFittingBf16) {
   }
 }
 
-TEST(LoopbackPlanner, AutoDoesNotOverlapWhereTheKernelWouldLeaveSmsIdle) {
-  ASYNCTP_REQUIRE_SM90();
+TEST_F(LoopbackPlanner, AutoDoesNotOverlapWhereTheKernelWouldLeaveSmsIdle) {
   if (lb::single_hardware_queue()) {
     GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS=1: auto's reason is about the variable here";
   }
-  lb::CleanPlannerEnv env;
-  const Seed seed;
-  SCOPED_TRACE(seed.note());
-  lb::print_case(seed, "a fitting shape too small to fill the GPU");
-  auto rng = seed.rng();
-  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
-  RankStreams streams;
-  CUDA_ASSERT(streams.create(kWorld));
+  SCOPED_TRACE(seed_.note());
+  lb::print_case(seed_, "a fitting shape too small to fill the GPU");
   // 512 gathered rows x 512 columns: 8 output tiles of 128x256, 16 of
   // 128x128, against 132 SMs on an H100 or H200.
-  LoopbackProblem problem(lb::loopback_shape(kWorld, 256, 512, 256), rng);
+  LoopbackProblem problem(lb::loopback_shape(kWorld, 256, 512, 256), rng_);
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
   RunInfo plan;
-  ASSERT_NO_FATAL_FAILURE(plan_then_run(group, streams, problem, Options{}, &plan));
+  ASSERT_NO_FATAL_FAILURE(plan_then_run(*group_, streams_, problem, Options{}, &plan));
   EXPECT_EQ(Algorithm::decomposed, plan.algorithm) << plan.reason;
   EXPECT_TRUE(lb::contains(plan.reason, "overlap does not pay")) << plan.reason;
   EXPECT_TRUE(lb::contains(plan.reason, "SMs busy")) << plan.reason;
@@ -129,7 +134,7 @@ TEST(LoopbackPlanner, AutoDoesNotOverlapWhereTheKernelWouldLeaveSmsIdle) {
   const Options native = lb::options_for(Algorithm::native);
   ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
   const auto results = lb::run_ranks(
-      group, streams, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, native, s); },
+      *group_, streams_, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, native, s); },
       "forced native on a small shape");
   lb::expect_all_ok(results, Algorithm::native);
   ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
@@ -155,25 +160,18 @@ std::vector<Unfit> unfit_shapes() {
   };
 }
 
-TEST(LoopbackPlanner, AutoFallsBackAndSaysWhy) {
-  ASYNCTP_REQUIRE_SM90();
+TEST_F(LoopbackPlanner, AutoFallsBackAndSaysWhy) {
   if (lb::single_hardware_queue()) {
     GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS=1: auto's reason is about the variable here";
   }
-  lb::CleanPlannerEnv env;
-  const Seed seed;
-  SCOPED_TRACE(seed.note());
-  lb::print_case(seed, "non-fitting shapes");
-  auto rng = seed.rng();
-  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
-  RankStreams streams;
-  CUDA_ASSERT(streams.create(kWorld));
+  SCOPED_TRACE(seed_.note());
+  lb::print_case(seed_, "non-fitting shapes");
   for (const Unfit& u : unfit_shapes()) {
     SCOPED_TRACE(u.shape.to_string());
-    LoopbackProblem problem(u.shape, rng);
+    LoopbackProblem problem(u.shape, rng_);
     ASSERT_NO_FATAL_FAILURE(problem.prepare());
     RunInfo plan;
-    ASSERT_NO_FATAL_FAILURE(plan_then_run(group, streams, problem, Options{}, &plan));
+    ASSERT_NO_FATAL_FAILURE(plan_then_run(*group_, streams_, problem, Options{}, &plan));
     EXPECT_NE(Algorithm::native, plan.algorithm) << plan.reason;
     for (const std::string& part : u.reason_parts) {
       EXPECT_TRUE(lb::contains(plan.reason, part))
@@ -182,23 +180,16 @@ TEST(LoopbackPlanner, AutoFallsBackAndSaysWhy) {
   }
 }
 
-TEST(LoopbackPlanner, ForcedNativeThatCannotRunIsUnsupported) {
-  ASYNCTP_REQUIRE_SM90();
-  lb::CleanPlannerEnv env;
-  const Seed seed;
-  SCOPED_TRACE(seed.note());
-  lb::print_case(seed, "forced native on non-fitting shapes");
-  auto rng = seed.rng();
-  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
-  RankStreams streams;
-  CUDA_ASSERT(streams.create(kWorld));
+TEST_F(LoopbackPlanner, ForcedNativeThatCannotRunIsUnsupported) {
+  SCOPED_TRACE(seed_.note());
+  lb::print_case(seed_, "forced native on non-fitting shapes");
   const Options native = lb::options_for(Algorithm::native);
   for (const Unfit& u : unfit_shapes()) {
     SCOPED_TRACE(u.shape.to_string());
-    LoopbackProblem problem(u.shape, rng);
+    LoopbackProblem problem(u.shape, rng_);
     ASSERT_NO_FATAL_FAILURE(problem.prepare());
     try {
-      const RunInfo info = problem.plan(group.comm(1), native);
+      const RunInfo info = problem.plan(group_->comm(1), native);
       ADD_FAILURE() << "planned forced native where it cannot run: " << info.reason;
     } catch (const Error& e) {
       EXPECT_EQ(ErrorCode::unsupported, e.code()) << e.what();
@@ -208,7 +199,8 @@ TEST(LoopbackPlanner, ForcedNativeThatCannotRunIsUnsupported) {
       }
     }
     const auto results = lb::run_ranks(
-        group, streams, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, native, s); },
+        *group_, streams_,
+        [&](Comm& comm, cudaStream_t s) { return problem.call(comm, native, s); },
         "forced native " + u.shape.to_string());
     for (std::size_t r = 0; r < results.size(); ++r) {
       const auto& res = results[r];
@@ -223,10 +215,10 @@ TEST(LoopbackPlanner, ForcedNativeThatCannotRunIsUnsupported) {
     ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("forced native refused"));
   }
   // The group still runs a good call.
-  LoopbackProblem good(lb::loopback_shape(kWorld, 256, 264, 128), rng);
+  LoopbackProblem good(lb::loopback_shape(kWorld, 256, 264, 128), rng_);
   ASSERT_NO_FATAL_FAILURE(good.prepare());
   const auto results = lb::run_ranks(
-      group, streams, [&](Comm& comm, cudaStream_t s) { return good.call(comm, native, s); },
+      *group_, streams_, [&](Comm& comm, cudaStream_t s) { return good.call(comm, native, s); },
       "good call after refusals");
   lb::expect_all_ok(results, Algorithm::native);
   ASSERT_NO_FATAL_FAILURE(good.expect_all_correct());
