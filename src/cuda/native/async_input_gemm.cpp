@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -41,8 +42,8 @@ const InstanceInfo* find_instance(const NativeGemmConfig& c, bool b_col_major) {
 
 // The configs offered to the planner: a kernel shape and a tile-order
 // swizzle. `efficiency` is the per-tile efficiency relative to cooperative
-// 128x256, measured on the H200; choose_native_gemm_config divides a tile's
-// time by it, and ties go to the earlier entry.
+// 128x256, measured on the H200; choose_native_gemm_config multiplies it with
+// the wave efficiency, and ties go to the earlier entry.
 // `max_m` (0: any) limits where the chooser offers a config (total M =
 // world_size * m_per_chunk); it can still be launched by name anywhere.
 //   coop 256x160 2x1: N = 1280/7168-like shapes (8 tiles of 160), m gran. 512;
@@ -209,7 +210,7 @@ cudaError_t launch(const NativeGemmConfig& c, const NativeGemmArgs& a, void* wor
 
 const NativeGemmConfig* choose_native_gemm_config(const NativeGemmArgs& a) {
   const NativeGemmConfig* best = nullptr;
-  double best_cost = 0;
+  double best_score = 0;
   for (const NativeGemmConfig& c : native_gemm_configs()) {
     if (!can_implement(c, a, nullptr)) continue;
     const int64_t m = int64_t(a.world_size) * a.m_per_chunk;
@@ -217,18 +218,19 @@ const NativeGemmConfig* choose_native_gemm_config(const NativeGemmArgs& a) {
     if (spec && spec->max_m > 0 && m > spec->max_m) continue;
     const int grid = grid_size(c, a);
     if (grid <= 0) continue;
-    const int64_t n_tiles = (a.n + c.tile_n - 1) / c.tile_n;
-    const int64_t waves = ((m / c.tile_m) * n_tiles + grid - 1) / grid;
-    // The last chunk's tiles cannot start before it lands: when the transfer
-    // is the longer part, they are the time left after it, and each CTA
-    // runs a whole tile (full K) of them. So a config is charged its waves
-    // plus the last chunk's, each a tile's time (area / efficiency).
-    const int64_t tail_waves = ((a.m_per_chunk / c.tile_m) * n_tiles + grid - 1) / grid;
-    const double cost = double(waves + tail_waves) * double(c.tile_m) * double(c.tile_n) /
-                        (spec ? spec->efficiency : 0.9);
-    if (!best || cost < best_cost * (1 - 1e-9)) {
+    const int64_t tiles = (m / c.tile_m) * ((a.n + c.tile_n - 1) / c.tile_n);
+    const int64_t waves = (tiles + grid - 1) / grid;
+    // One partial wave is measured against the SMs the kernel may use, not
+    // its grid: a problem of fewer tiles than SMs gets a grid of one CTA per
+    // tile, and the SMs left idle are lost all the same (so of two one-wave
+    // configs, the one with more tiles wins).
+    const int slots = waves == 1 ? std::max(grid, sm_limit(a)) : grid;
+    const double wave_eff =
+        double(m) * double(a.n) / (double(waves) * slots * double(c.tile_m) * double(c.tile_n));
+    const double score = wave_eff * (spec ? spec->efficiency : 0.9);
+    if (!best || score > best_score + 1e-9) {
       best = &c;
-      best_cost = cost;
+      best_score = score;
     }
   }
   return best;

@@ -89,11 +89,10 @@ cudaError_t launch(const NativeGemmConfig& config, const NativeGemmArgs& args, v
 
 // The config this build's H200 measurements favour for `args` (shape, B
 // layout, pivot-independent), or nullptr when no config can implement it.
-// Rule: among the configs that can_implement `args`, the least predicted
-// time = (waves + tail waves) * tile_m * tile_n / the config's measured
-// per-tile efficiency, with waves = ceil(tiles / grid) and tail waves the
-// same for one chunk's tiles (the work left when the last chunk lands);
-// ties go to the earlier config of native_gemm_configs().
+// Rule: among the configs that can_implement `args`, the highest predicted
+// efficiency = wave efficiency (M * N over waves * grid * tile_m * tile_n,
+// waves = ceil(tiles / grid)) times the config's measured per-tile
+// efficiency; ties go to the earlier config of native_gemm_configs().
 const NativeGemmConfig* choose_native_gemm_config(const NativeGemmArgs& args);
 
 // Grid (CTAs) a launch would use, for logs and tests; 0 if it cannot run.
