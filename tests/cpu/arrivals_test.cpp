@@ -113,6 +113,16 @@ struct RankTimeline {
   int local_gemm_spans = 0;
 };
 
+// A GEMM worker's span (not the call-level GEMM span), and whether it is on
+// row block `chunk`.
+bool is_gemm_worker_span(const Trace::Event& e) {
+  return e.category == "gemm" && e.lane.rfind("gemm worker", 0) == 0;
+}
+
+bool is_on_chunk(const Trace::Event& e, int chunk) {
+  return e.args_json.find("\"chunk\": " + std::to_string(chunk) + ",") != std::string::npos;
+}
+
 RankTimeline timeline(const Trace& trace, int rank, int local_chunk, int delayed_chunk) {
   RankTimeline t;
   for (const Trace::Event& e : trace.events()) {
@@ -122,9 +132,9 @@ RankTimeline timeline(const Trace& trace, int rank, int local_chunk, int delayed
       t.delayed_copy_begin = e.begin_us;
       t.delayed_copy_end = end;
     }
-    if (e.category != "gemm" || e.lane.rfind("gemm worker", 0) != 0) continue;
+    if (!is_gemm_worker_span(e)) continue;
     if (t.first_gemm_begin < 0 || e.begin_us < t.first_gemm_begin) t.first_gemm_begin = e.begin_us;
-    if (e.args_json.find("\"chunk\": " + std::to_string(local_chunk) + ",") != std::string::npos) {
+    if (is_on_chunk(e, local_chunk)) {
       ++t.local_gemm_spans;
       t.last_local_gemm_end = std::max(t.last_local_gemm_end, end);
     }
@@ -140,11 +150,10 @@ struct GemmSpanCount {
 
 GemmSpanCount gemm_spans(const Trace& trace, int rank, int chunk) {
   GemmSpanCount count;
-  const std::string key = "\"chunk\": " + std::to_string(chunk) + ",";
   for (const Trace::Event& e : trace.events()) {
-    if (e.rank != rank || e.category != "gemm" || e.lane.rfind("gemm worker", 0) != 0) continue;
+    if (e.rank != rank || !is_gemm_worker_span(e)) continue;
     ++count.all;
-    if (e.args_json.find(key) != std::string::npos) ++count.on_chunk;
+    if (is_on_chunk(e, chunk)) ++count.on_chunk;
   }
   return count;
 }
