@@ -20,14 +20,9 @@ class Comm {
   virtual DeviceKind device_kind() const noexcept = 0;
   virtual const char* backend_name() const noexcept = 0;
 
-  // Backend entry points; users call the free functions of asynctp/ops.hpp.
-  virtual RunInfo plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                               const TensorView& c_out,
-                                               const TensorView* a_gathered_out,
-                                               const Options& options) const = 0;
-  virtual RunInfo fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                          const TensorView& c_out, const TensorView* a_gathered_out,
-                                          const Options& options) = 0;
+  // The operations are the free functions of asynctp/ops.hpp; communicators
+  // are made by the library's groups and factories (asynctp/cpu.hpp,
+  // loopback.hpp, nccl.hpp), which bring what every op runs on.
   // Waits (bounded by the wait timeout) until the device work of every call
   // this rank enqueued has finished, then throws the first error found only
   // on the device (e.g. a chunk that never arrived). Synchronous backends

@@ -1,12 +1,30 @@
-// The public entry points: thin, so that every backend shares one contract.
+// The public entry points: each builds the op's call and hands it to the one
+// call flow (src/call/collective.hpp), whatever the communicator.
 #include "asynctp/ops.hpp"
 
+#include "call/collective.hpp"
+
 namespace asynctp {
+namespace {
+
+call::OpCall all_gather_matmul_call(const TensorView& a_shard, const TensorView& b,
+                                    const TensorView& c_out, const TensorView* a_gathered_out) {
+  call::OpCall call;
+  call.op = core::OpKind::all_gather_matmul;
+  call.a = a_shard;
+  call.b = b;
+  call.out = c_out;
+  call.a_gathered_out = a_gathered_out;
+  return call;
+}
+
+}  // namespace
 
 RunInfo fused_all_gather_matmul(Comm& comm, const TensorView& a_shard, const TensorView& b,
                                 const TensorView& c_out, const TensorView* a_gathered_out,
                                 const Options& options) {
-  return comm.fused_all_gather_matmul(a_shard, b, c_out, a_gathered_out, options);
+  return call::run_collective(call::transport_of(comm),
+                              all_gather_matmul_call(a_shard, b, c_out, a_gathered_out), options);
 }
 
 void synchronize(Comm& comm) { comm.synchronize(); }
@@ -14,7 +32,8 @@ void synchronize(Comm& comm) { comm.synchronize(); }
 RunInfo plan_fused_all_gather_matmul(const Comm& comm, const TensorView& a_shard,
                                      const TensorView& b, const TensorView& c_out,
                                      const TensorView* a_gathered_out, const Options& options) {
-  return comm.plan_fused_all_gather_matmul(a_shard, b, c_out, a_gathered_out, options);
+  return call::plan_collective(call::transport_of(comm),
+                               all_gather_matmul_call(a_shard, b, c_out, a_gathered_out), options);
 }
 
 }  // namespace asynctp

@@ -30,6 +30,10 @@ std::string find_disagreement(const std::vector<CallRecord>& records) {
       return field_mismatch("world size", r, std::to_string(first.world_size),
                             std::to_string(other.world_size));
     }
+    if (other.problem.op != first.problem.op) {
+      return field_mismatch("the operation", r, op_name(first.problem.op),
+                            op_name(other.problem.op));
+    }
     if (other.problem.m != first.problem.m) {
       return field_mismatch("a_shard rows (m)", r, std::to_string(first.problem.m),
                             std::to_string(other.problem.m));
@@ -50,6 +54,11 @@ std::string find_disagreement(const std::vector<CallRecord>& records) {
               std::to_string(first.plan.tile_m) + "x" + std::to_string(first.plan.tile_n) + ")",
           std::string(to_string(other.plan.algorithm)) + " (tile " +
               std::to_string(other.plan.tile_m) + "x" + std::to_string(other.plan.tile_n) + ")");
+    }
+    if (other.grows_workspace != first.grows_workspace) {
+      return field_mismatch("whether the workspace must grow", r,
+                            first.grows_workspace ? "yes" : "no",
+                            other.grows_workspace ? "yes" : "no");
     }
   }
   return {};

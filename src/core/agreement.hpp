@@ -23,6 +23,9 @@ struct CallRecord {
   ProblemDesc problem;
   Plan plan;
   TensorView shard;  // this rank's A shard, readable by its peers
+  // Transports whose workspace grows collectively (NCCL): this call needs it
+  // to grow, so every rank must take part in the growth.
+  bool grows_workspace = false;
 };
 
 // Empty when every record is valid and the ranks agree on what the gather

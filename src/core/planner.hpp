@@ -37,6 +37,14 @@ struct BackendCaps {
   std::string library_gemm_unavailable_reason;
 };
 
+// The native kernel a backend runs a problem with.
+struct NativeKernel {
+  std::string name;
+  // Rows of a chunk that one tile covers: signal pieces must hold a whole
+  // number of them, so that no tile waits on two pieces.
+  std::int64_t m_granularity = 1;
+};
+
 struct Plan {
   Algorithm algorithm = Algorithm::decomposed;
   std::int64_t tile_m = 0;  // native only; 0 otherwise

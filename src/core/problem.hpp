@@ -1,4 +1,4 @@
-// The fused all-gather + matmul problem as one rank sees it, after validation.
+// A collective GEMM problem as one rank sees it, after validation.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,16 @@ enum class Layout { row_major, col_major };
 
 const char* to_string(Layout layout) noexcept;
 
+// The collective GEMMs asynctp runs.
+enum class OpKind {
+  all_gather_matmul,  // C = allgather(A shards) @ B
+};
+
+// The public function's name, e.g. "fused_all_gather_matmul".
+const char* op_name(OpKind op) noexcept;
+
 struct ProblemDesc {
+  OpKind op = OpKind::all_gather_matmul;
   int world_size = 1;
   int rank = 0;
   std::int64_t m = 0;  // rows of one rank's shard; the gathered A has world_size * m rows

@@ -68,6 +68,14 @@ const char* to_string(Layout layout) noexcept {
   return layout == Layout::row_major ? "row" : "col";
 }
 
+const char* op_name(OpKind op) noexcept {
+  switch (op) {
+    case OpKind::all_gather_matmul:
+      return "fused_all_gather_matmul";
+  }
+  return "?";
+}
+
 std::string ProblemDesc::to_string() const {
   std::ostringstream s;
   s << "W=" << world_size << " m=" << m << " (M=" << gathered_rows() << ") n=" << n << " k=" << k

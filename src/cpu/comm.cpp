@@ -9,19 +9,12 @@
 #include "core/config.hpp"
 #include "core/log.hpp"
 #include "core/schedule.hpp"
-#include "core/validate.hpp"
+#include "call/op_rules.hpp"
 #include "cpu/algorithms.hpp"
 #include "cpu/call_context.hpp"
 #include "cpu/producer.hpp"
 
 namespace asynctp::cpu {
-namespace {
-
-RunInfo to_run_info(const core::Plan& plan) {
-  return {plan.algorithm, plan.tile_m, plan.tile_n, plan.reason};
-}
-
-}  // namespace
 
 core::BackendCaps cpu_backend_caps() {
   core::BackendCaps caps;
@@ -44,46 +37,30 @@ CpuComm::CpuComm(GroupState& group, int rank)
       workers_(group.workers_per_rank),
       scratch_(static_cast<std::size_t>(group.workers_per_rank)) {}
 
-RunInfo CpuComm::plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                              const TensorView& c_out,
-                                              const TensorView* a_gathered_out,
-                                              const Options& options) const {
-  const core::ResolvedOptions resolved = core::resolve_options(options);
-  const core::ProblemDesc problem = core::validate_fused_all_gather_matmul(
-      group_.world_size, rank_, DeviceKind::cpu, a_shard, b, c_out, a_gathered_out);
-  return to_run_info(core::plan(problem, cpu_backend_caps(), resolved));
+call::CheckedCall CpuComm::check(const call::OpCall& call, const Options& options) const {
+  call::CheckedCall out;
+  out.resolved = core::resolve_options(options);
+  out.problem = call::validate_op(call, group_.world_size, rank_, DeviceKind::cpu);
+  out.plan = core::plan(out.problem, cpu_backend_caps(), out.resolved);
+  return out;
 }
 
-RunInfo CpuComm::fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                         const TensorView& c_out, const TensorView* a_gathered_out,
-                                         const Options& options) {
-  // 1. Check locally; publish the outcome even when it failed, so that every
-  //    rank learns of the failure and none waits for a rank that gave up.
-  core::CallRecord& mine = group_.records[static_cast<std::size_t>(rank_)];
-  mine = core::CallRecord{};
-  mine.world_size = group_.world_size;
-  std::exception_ptr local_error;
-  std::int64_t timeout_ms = core::kDefaultWaitTimeoutMs;
-  try {
-    const core::ResolvedOptions resolved = core::resolve_options(options);
-    timeout_ms = resolved.wait_timeout_ms;
-    mine.problem = core::validate_fused_all_gather_matmul(group_.world_size, rank_, DeviceKind::cpu,
-                                                          a_shard, b, c_out, a_gathered_out);
-    mine.plan = core::plan(mine.problem, cpu_backend_caps(), resolved);
-    mine.shard = a_shard;
-    mine.ok = true;
-  } catch (const Error& e) {
-    local_error = std::current_exception();
-    mine.error = e.what();
-  }
-
-  // 2. Agree. Every rank reads the same records, so all reach the same verdict.
+void CpuComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
+                    const call::CheckedCall&, const call::OpCall&, const Options&,
+                    std::int64_t timeout_ms) {
+  group_.records[static_cast<std::size_t>(rank_)] = mine;
   core::agree_or_throw(group_.barrier, group_.records, rank_, timeout_ms, local_error);
+}
 
-  // 3. Run, then meet the other ranks again before returning: they may still
-  //    be reading this rank's shard, which the caller owns again afterwards.
-  execute(mine, b, c_out, a_gathered_out, options, timeout_ms);
-  return to_run_info(mine.plan);
+std::uint32_t CpuComm::execute(const call::OpCall& call, const call::CheckedCall& checked,
+                               const Options& options) {
+  epoch_ = core::next_epoch(epoch_);
+  switch (call.op) {
+    case core::OpKind::all_gather_matmul:
+      run_all_gather_matmul(call, checked, options);
+      break;
+  }
+  return epoch_;
 }
 
 TensorView CpuComm::gathered_workspace(const core::ProblemDesc& problem) {
@@ -100,19 +77,22 @@ TensorView CpuComm::gathered_workspace(const core::ProblemDesc& problem) {
                                problem.k);
 }
 
-void CpuComm::execute(const core::CallRecord& mine, const TensorView& b, const TensorView& c_out,
-                      const TensorView* a_gathered_out, const Options& options,
-                      std::int64_t timeout_ms) {
-  const double call_begin = options.trace ? options.trace->now_us() : 0;
-  epoch_ = core::next_epoch(epoch_);
+// The all-gather + matmul schedule: a producer thread pulls the peers' shards
+// in schedule order and releases each chunk's signal; the GEMM workers
+// acquire a chunk's signal before reading its rows.
+void CpuComm::run_all_gather_matmul(const call::OpCall& call, const call::CheckedCall& checked,
+                                    const Options& options) {
+  const TensorView& b = call.b;
+  const TensorView* a_gathered_out = call.a_gathered_out;
+  const std::int64_t timeout_ms = checked.resolved.wait_timeout_ms;
 
   CallContext ctx;
-  ctx.problem = mine.problem;
-  ctx.plan = mine.plan;
+  ctx.problem = checked.problem;
+  ctx.plan = checked.plan;
   ctx.epoch = epoch_;
   ctx.timeout_ms = timeout_ms;
   for (const core::CallRecord& record : group_.records) ctx.shards.push_back(record.shard);
-  ctx.c_out = c_out;
+  ctx.c_out = call.out;
   ctx.signals = &signals_;
   ctx.trace = options.trace;
   ctx.hooks = &options.hooks;
@@ -128,7 +108,7 @@ void CpuComm::execute(const core::CallRecord& mine, const TensorView& b, const T
   try {
     // Inside the try: a failed allocation must still reach the completion
     // barrier below, or every peer would wait out its timeout there.
-    ctx.gathered = a_gathered_out ? *a_gathered_out : gathered_workspace(mine.problem);
+    ctx.gathered = a_gathered_out ? *a_gathered_out : gathered_workspace(checked.problem);
     order = producer_order(ctx);
     producer_.launch([&](int) {
       try {
@@ -192,12 +172,6 @@ void CpuComm::execute(const core::CallRecord& mine, const TensorView& b, const T
     } catch (...) {
       gemm_error = std::current_exception();
     }
-  }
-  if (options.trace) {
-    options.trace->add_span(
-        rank_, "rank", "call",
-        std::string("fused_all_gather_matmul (") + to_string(ctx.plan.algorithm) + ")", call_begin,
-        options.trace->now_us(), "\"epoch\": " + std::to_string(ctx.epoch));
   }
   // The root cause first: a GEMM timeout names the missing chunk.
   for (const auto& e : {setup_error, gemm_error, producer_error, barrier_error}) {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "asynctp/comm.hpp"
+#include "call/transport.hpp"
 #include "core/planner.hpp"
 #include "core/signals.hpp"
 #include "cpu/block_gemm.hpp"
@@ -16,7 +16,9 @@ namespace asynctp::cpu {
 // What the CPU backend can run: native with 256-row, full-width tiles.
 core::BackendCaps cpu_backend_caps();
 
-class CpuComm final : public Comm {
+// One rank as a thread of this process: the records and barrier of the
+// agreement live in the group's shared state; peers' shards are read in place.
+class CpuComm final : public call::Transport {
  public:
   CpuComm(GroupState& group, int rank);
 
@@ -25,16 +27,17 @@ class CpuComm final : public Comm {
   DeviceKind device_kind() const noexcept override { return DeviceKind::cpu; }
   const char* backend_name() const noexcept override { return "cpu"; }
 
-  RunInfo plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                       const TensorView& c_out, const TensorView* a_gathered_out,
-                                       const Options& options) const override;
-  RunInfo fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                  const TensorView& c_out, const TensorView* a_gathered_out,
-                                  const Options& options) override;
+  call::CheckedCall check(const call::OpCall& call, const Options& options) const override;
+  void agree(core::CallRecord& mine, std::exception_ptr& local_error,
+             const call::CheckedCall& checked, const call::OpCall& call, const Options& options,
+             std::int64_t timeout_ms) override;
+  std::uint32_t execute(const call::OpCall& call, const call::CheckedCall& checked,
+                        const Options& options) override;
+  bool synchronous() const noexcept override { return true; }
 
  private:
-  void execute(const core::CallRecord& mine, const TensorView& b, const TensorView& c_out,
-               const TensorView* a_gathered_out, const Options& options, std::int64_t timeout_ms);
+  void run_all_gather_matmul(const call::OpCall& call, const call::CheckedCall& checked,
+                             const Options& options);
   TensorView gathered_workspace(const core::ProblemDesc& problem);
 
   GroupState& group_;

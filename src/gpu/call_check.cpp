@@ -5,7 +5,7 @@
 
 #include "asynctp/error.hpp"
 #include "core/schedule.hpp"
-#include "core/validate.hpp"
+#include "call/op_rules.hpp"
 #include "gpu/call_spec.hpp"
 #include "gpu/check.hpp"
 #include "gpu/device_checks.hpp"
@@ -46,19 +46,16 @@ bool gemm_ready(RankBackend& backend, Algorithm algorithm) {
   return algorithm != Algorithm::pipelined || (lane1 && lane1->ready());
 }
 
-CheckedCall check_call(const CallSite& site, const RankBackend& backend, const TensorView& a_shard,
-                       const TensorView& b, const TensorView& c_out,
-                       const TensorView* a_gathered_out, const Options& options) {
+CheckedCall check_call(const CallSite& site, const RankBackend& backend, const call::OpCall& call,
+                       const Options& options) {
   const int device = backend.device();
   check(rt::set_device(device), "set device (rank device)");
   CheckedCall out;
   out.resolved = core::resolve_options(options);
-  out.problem = core::validate_fused_all_gather_matmul(
-      site.world_size, site.rank, backend.device_kind(), a_shard, b, c_out, a_gathered_out);
-  check_on_device("a_shard", a_shard, device);
-  check_on_device("b", b, device);
-  check_on_device("c_out", c_out, device);
-  if (a_gathered_out) check_on_device("a_gathered_out", *a_gathered_out, device);
+  out.problem = call::validate_op(call, site.world_size, site.rank, backend.device_kind());
+  for (const auto& [name, tensor] : call::named_tensors(call)) {
+    check_on_device(name, tensor, device);
+  }
 
   BackendChoice choice = backend.choose(out.problem, out.resolved);
   if (!site.no_peer_access.empty()) {

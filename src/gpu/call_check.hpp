@@ -10,6 +10,8 @@
 
 #include "asynctp/options.hpp"
 #include "asynctp/tensor.hpp"
+#include "call/checked_call.hpp"
+#include "call/op_call.hpp"
 #include "core/config.hpp"
 #include "core/planner.hpp"
 #include "core/problem.hpp"
@@ -17,14 +19,7 @@
 
 namespace asynctp::gpu {
 
-struct CheckedCall {
-  core::ResolvedOptions resolved;
-  core::ProblemDesc problem;
-  core::Plan plan;
-  std::optional<NativeKernel> kernel;  // set when the plan is native
-  int pieces = 1;                      // signal pieces per chunk
-  bool capturing = false;
-};
+using call::CheckedCall;
 
 struct CallSite {
   int world_size = 1;
@@ -38,9 +33,8 @@ struct CallSite {
 // Makes the backend's device current. Throws Error(invalid_argument) naming
 // the argument and its rule, or Error(unsupported) when a forced algorithm
 // cannot run.
-CheckedCall check_call(const CallSite& site, const RankBackend& backend, const TensorView& a_shard,
-                       const TensorView& b, const TensorView& c_out,
-                       const TensorView* a_gathered_out, const Options& options);
+CheckedCall check_call(const CallSite& site, const RankBackend& backend, const call::OpCall& call,
+                       const Options& options);
 
 // Whether the GEMM of `algorithm` has every handle it needs: a graph capture
 // cannot make one.

@@ -23,13 +23,11 @@ namespace asynctp::gpu {
 LoopbackComm::LoopbackComm(LoopbackState& group, int rank, std::unique_ptr<RankBackend> backend)
     : group_(group), rank_(rank), backend_(std::move(backend)), res_(group.config.world_size) {}
 
-CheckedCall LoopbackComm::check_call(const TensorView& a_shard, const TensorView& b,
-                                     const TensorView& c_out, const TensorView* a_gathered_out,
-                                     const Options& options) const {
+CheckedCall LoopbackComm::check(const call::OpCall& call, const Options& options) const {
   CallSite site;
   site.world_size = group_.config.world_size;
   site.rank = rank_;
-  CheckedCall out = gpu::check_call(site, *backend_, a_shard, b, c_out, a_gathered_out, options);
+  CheckedCall out = gpu::check_call(site, *backend_, call, options);
   if (out.capturing && group_.config.serialize_ranks) {
     fail_argument("options.stream",
                   "is capturing a graph, but LoopbackConfig::serialize_ranks orders the "
@@ -38,24 +36,17 @@ CheckedCall LoopbackComm::check_call(const TensorView& a_shard, const TensorView
   return out;
 }
 
-RunInfo LoopbackComm::plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                                   const TensorView& c_out,
-                                                   const TensorView* a_gathered_out,
-                                                   const Options& options) const {
-  return to_run_info(check_call(a_shard, b, c_out, a_gathered_out, options).plan);
-}
-
-CallSpec LoopbackComm::make_spec(const CheckedCall& checked, const TensorView& b,
-                                 const TensorView& c_out, const TensorView* a_gathered_out,
+CallSpec LoopbackComm::make_spec(const CheckedCall& checked, const call::OpCall& call,
                                  const Options& options) {
+  const TensorView* a_gathered_out = call.a_gathered_out;
   CallSpec spec;
   spec.problem = checked.problem;
   spec.plan = checked.plan;
   spec.link = group_.config.link == loopback::Link::arrival ? Link::arrival : Link::pcie;
   spec.link_gbps = group_.config.link_gbps;
   for (const core::CallRecord& record : group_.records) spec.shards.push_back(record.shard.data);
-  spec.b = b;
-  spec.c_out = c_out;
+  spec.b = call.b;
+  spec.c_out = call.out;
   spec.stream = static_cast<rt::StreamHandle>(options.stream);
   spec.capturing = checked.capturing;
   spec.timeout_ms = checked.resolved.wait_timeout_ms;
@@ -89,60 +80,52 @@ CallSpec LoopbackComm::make_spec(const CheckedCall& checked, const TensorView& b
   return spec;
 }
 
-RunInfo LoopbackComm::fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                              const TensorView& c_out,
-                                              const TensorView* a_gathered_out,
-                                              const Options& options) {
+void LoopbackComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
+                         const call::CheckedCall& checked, const call::OpCall&,
+                         const Options& options, std::int64_t timeout_ms) {
+  RankEvents& mine_events = *group_.events[static_cast<std::size_t>(rank_)];
+  mine_events.shard_ready_recorded = false;
+  if (mine.ok && !checked.capturing) {
+    // The shard's writers are the caller's earlier work on its stream.
+    try {
+      gpu::check(rt::event_record(mine_events.shard_ready.get(),
+                             static_cast<rt::StreamHandle>(options.stream)),
+            "event record (shard ready)");
+      mine_events.shard_ready_recorded = true;
+    } catch (const Error& e) {
+      local_error = std::current_exception();
+      mine.ok = false;
+      mine.error = e.what();
+    }
+  }
+  group_.records[static_cast<std::size_t>(rank_)] = mine;
+  core::agree_or_throw(group_.barrier, group_.records, rank_, timeout_ms, local_error);
+}
+
+std::uint32_t LoopbackComm::execute(const call::OpCall& call, const call::CheckedCall& checked,
+                                    const Options& options) {
   const int world = group_.config.world_size;
-  const double call_begin = options.trace ? options.trace->now_us() : 0;
+  const std::int64_t timeout_ms = checked.resolved.wait_timeout_ms;
   RankEvents& mine_events = *group_.events[static_cast<std::size_t>(rank_)];
   const rt::StreamHandle stream = static_cast<rt::StreamHandle>(options.stream);
 
-  // 1. Check locally; publish the outcome even on failure (core agreement).
-  core::CallRecord& mine = group_.records[static_cast<std::size_t>(rank_)];
-  mine = core::CallRecord{};
-  mine.world_size = world;
-  std::exception_ptr local_error;
-  CheckedCall checked;
-  try {
-    checked = check_call(a_shard, b, c_out, a_gathered_out, options);
-    mine.problem = checked.problem;
-    mine.plan = checked.plan;
-    mine.shard = a_shard;
-    // The shard's writers are the caller's earlier work on its stream.
-    mine_events.shard_ready_recorded = false;
-    if (!checked.capturing) {
-      check(rt::event_record(mine_events.shard_ready.get(), stream), "event record (shard ready)");
-      mine_events.shard_ready_recorded = true;
-    }
-    mine.ok = true;
-  } catch (const Error& e) {
-    local_error = std::current_exception();
-    mine.error = e.what();
-  }
-  const std::int64_t timeout_ms =
-      mine.ok ? checked.resolved.wait_timeout_ms : core::kDefaultWaitTimeoutMs;
-
-  // 2. Agree: every rank reads the same records and reaches the same verdict.
-  core::agree_or_throw(group_.barrier, group_.records, rank_, timeout_ms, local_error);
-
-  // 3. Enqueue one rank after another, so that in every hardware queue the
-  //    work a wait depends on is ahead of the wait (enqueue_call.cpp).
+  // Enqueue one rank after another, so that in every hardware queue the work
+  // a wait depends on is ahead of the wait (enqueue_call.cpp).
   std::exception_ptr enqueue_error;
   for (int turn = 0; turn < world; ++turn) {
     if (turn == rank_) {
       try {
         mine_events.reads_done_recorded = false;
-        CallSpec spec = make_spec(checked, b, c_out, a_gathered_out, options);
+        CallSpec spec = make_spec(checked, call, options);
         if (group_.config.serialize_ranks && group_.chain_recorded) {
-          check(rt::stream_wait_event(stream, group_.chain.get()),
+          gpu::check(rt::stream_wait_event(stream, group_.chain.get()),
                 "stream wait (previous rank's call)");
         }
         if (!checked.capturing) {
           for (int p = 0; p < world; ++p) {
             const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
             if (p != rank_ && peer.shard_ready_recorded) {
-              check(rt::stream_wait_event(stream, peer.shard_ready.get()),
+              gpu::check(rt::stream_wait_event(stream, peer.shard_ready.get()),
                     "stream wait (peer shard ready)");
             }
           }
@@ -156,12 +139,12 @@ RunInfo LoopbackComm::fused_all_gather_matmul(const TensorView& a_shard, const T
         pending_epoch_ = spec.epoch;
         pending_pieces_ = spec.pieces;
         if (!checked.capturing) {
-          check(rt::event_record(mine_events.reads_done.get(), stream),
+          gpu::check(rt::event_record(mine_events.reads_done.get(), stream),
                 "event record (reads done)");
           mine_events.reads_done_recorded = true;
         }
         if (group_.config.serialize_ranks) {
-          check(rt::event_record(group_.chain.get(), stream), "event record (chain)");
+          gpu::check(rt::event_record(group_.chain.get(), stream), "event record (chain)");
           group_.chain_recorded = true;
         }
       } catch (...) {
@@ -171,36 +154,29 @@ RunInfo LoopbackComm::fused_all_gather_matmul(const TensorView& a_shard, const T
     group_.barrier.arrive_and_wait(rank_, "enqueue", timeout_ms);
   }
 
-  // 4. The caller may overwrite its shard once its stream moves on: make the
-  //    stream wait until every peer has read it.
-  //    synchronize() waits for that point too: then the shard is free.
+  // The caller may overwrite its shard once its stream moves on: make the
+  // stream wait until every peer has read it. synchronize() waits for that
+  // point too: then the shard is free.
   if (!checked.capturing && !enqueue_error) {
     try {
       for (int p = 0; p < world; ++p) {
         const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
         if (p == rank_ || !peer.reads_done_recorded) continue;
-        check(rt::stream_wait_event(stream, peer.reads_done.get()),
+        gpu::check(rt::stream_wait_event(stream, peer.reads_done.get()),
               "stream wait (peer reads done)");
       }
-      check(rt::event_record(res_.call_done.get(), stream), "event record (call done)");
+      gpu::check(rt::event_record(res_.call_done.get(), stream), "event record (call done)");
       pending_ = true;
     } catch (...) {
       enqueue_error = std::current_exception();
     }
   }
-  if (options.trace) {
-    // Host side only: the device work runs after this returns.
-    options.trace->add_span(
-        rank_, "host enqueue", "call",
-        std::string("check, agree and enqueue (") + to_string(mine.plan.algorithm) + ")",
-        call_begin, options.trace->now_us(), "\"epoch\": " + std::to_string(epoch_));
-  }
   if (enqueue_error) std::rethrow_exception(enqueue_error);
-  return to_run_info(mine.plan);
+  return epoch_;
 }
 
 void LoopbackComm::synchronize() {
-  check(rt::set_device(group_.config.device), "set device (group device)");
+  gpu::check(rt::set_device(group_.config.device), "set device (group device)");
   if (pending_) {
     // A serialized rank also waits for the ranks before it.
     const std::int64_t bound_ms =
@@ -209,7 +185,7 @@ void LoopbackComm::synchronize() {
     while (true) {
       const rt::Status q = rt::event_query(res_.call_done.get());
       if (q == rt::kSuccess) break;
-      if (q != rt::kNotReady) check(q, "device work of the last call");
+      if (q != rt::kNotReady) gpu::check(q, "device work of the last call");
       const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::steady_clock::now() - start)
                               .count();
@@ -231,13 +207,13 @@ void LoopbackComm::synchronize() {
   // replays included); reading clears it.
   std::uint32_t words[3] = {0, 0, 0};
   const rt::StreamHandle s = res_.copy_in.get();
-  check(rt::memcpy_async(words, res_.error_words.get(), sizeof words, rt::Copy::device_to_host, s),
+  gpu::check(rt::memcpy_async(words, res_.error_words.get(), sizeof words, rt::Copy::device_to_host, s),
         "copy (error words)");
-  check(rt::stream_synchronize(s), "stream synchronize (error words)");
+  gpu::check(rt::stream_synchronize(s), "stream synchronize (error words)");
   if (words[0] == 0) return;
   words[0] = chunk_word_of_piece_word(words[0], pending_pieces_);
-  check(rt::memset_async(res_.error_words.get(), 0, sizeof words, s), "memset (error words)");
-  check(rt::stream_synchronize(s), "stream synchronize (error words)");
+  gpu::check(rt::memset_async(res_.error_words.get(), 0, sizeof words, s), "memset (error words)");
+  gpu::check(rt::stream_synchronize(s), "stream synchronize (error words)");
   throw Error(ErrorCode::timeout,
               "rank " + std::to_string(rank_) + ": " +
                   backend_->native_error_message(
@@ -251,7 +227,7 @@ double LoopbackComm::last_call_ms() const {
                     " has no uncaptured call that asynctp::synchronize saw finish");
   }
   float ms = 0;
-  check(rt::event_elapsed_ms(&ms, res_.call_begin.get(), res_.call_end.get()),
+  gpu::check(rt::event_elapsed_ms(&ms, res_.call_begin.get(), res_.call_end.get()),
         "event elapsed time (call begin, call end)");
   return ms;
 }

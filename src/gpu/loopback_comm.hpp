@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "asynctp/comm.hpp"
+#include "call/transport.hpp"
 #include "gpu/call_check.hpp"
 #include "gpu/call_spec.hpp"
 #include "gpu/loopback_state.hpp"
@@ -14,7 +14,7 @@
 
 namespace asynctp::gpu {
 
-class LoopbackComm final : public Comm {
+class LoopbackComm final : public call::Transport {
  public:
   LoopbackComm(LoopbackState& group, int rank, std::unique_ptr<RankBackend> backend);
 
@@ -23,22 +23,20 @@ class LoopbackComm final : public Comm {
   DeviceKind device_kind() const noexcept override { return backend_->device_kind(); }
   const char* backend_name() const noexcept override { return backend_->name(); }
 
-  RunInfo plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                       const TensorView& c_out, const TensorView* a_gathered_out,
-                                       const Options& options) const override;
-  RunInfo fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                  const TensorView& c_out, const TensorView* a_gathered_out,
-                                  const Options& options) override;
+  call::CheckedCall check(const call::OpCall& call, const Options& options) const override;
+  void agree(core::CallRecord& mine, std::exception_ptr& local_error,
+             const call::CheckedCall& checked, const call::OpCall& call, const Options& options,
+             std::int64_t timeout_ms) override;
+  std::uint32_t execute(const call::OpCall& call, const call::CheckedCall& checked,
+                        const Options& options) override;
+  bool synchronous() const noexcept override { return false; }
   void synchronize() override;
 
   // LoopbackGroup::last_call_ms.
   double last_call_ms() const;
 
  private:
-  CheckedCall check_call(const TensorView& a_shard, const TensorView& b, const TensorView& c_out,
-                         const TensorView* a_gathered_out, const Options& options) const;
-  CallSpec make_spec(const CheckedCall& checked, const TensorView& b, const TensorView& c_out,
-                     const TensorView* a_gathered_out, const Options& options);
+  CallSpec make_spec(const CheckedCall& checked, const call::OpCall& call, const Options& options);
 
   LoopbackState& group_;
   const int rank_;

@@ -22,13 +22,7 @@
 
 namespace asynctp::gpu {
 
-// The native kernel the backend runs a problem with.
-struct NativeKernel {
-  std::string name;
-  // Rows of a chunk that one tile covers: signal pieces must hold a whole
-  // number of them, so that no tile waits on two pieces.
-  std::int64_t m_granularity = 1;
-};
+using core::NativeKernel;
 
 struct BackendChoice {
   core::BackendCaps caps;

@@ -38,6 +38,7 @@ class PinnedMemory {
   PinnedMemory& operator=(const PinnedMemory&) = delete;
 
   void* ensure(std::size_t bytes, const char* what);
+  void* get() const noexcept { return ptr_; }
 
  private:
   void* ptr_ = nullptr;

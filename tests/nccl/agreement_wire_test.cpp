@@ -27,6 +27,7 @@ core::CallRecord sample() {
   r.plan.algorithm = Algorithm::pipelined;
   r.plan.tile_m = 256;
   r.plan.tile_n = 160;
+  r.grows_workspace = true;
   return r;
 }
 
@@ -45,6 +46,8 @@ TEST(AgreementWire, EveryFieldSurvivesTheTrip) {
   EXPECT_EQ(in.plan.algorithm, out.plan.algorithm);
   EXPECT_EQ(in.plan.tile_m, out.plan.tile_m);
   EXPECT_EQ(in.plan.tile_n, out.plan.tile_n);
+  EXPECT_EQ(in.problem.op, out.problem.op);
+  EXPECT_EQ(in.grows_workspace, out.grows_workspace);
   EXPECT_EQ("", out.error);
   // Records that differ encode differently (the key of the agreed-call cache).
   core::CallRecord other = in;

@@ -9,7 +9,8 @@
 namespace asynctp::nccl {
 namespace {
 
-constexpr std::int64_t kMagic = 0x61747031;  // "atp1": format version 1
+constexpr std::int64_t kMagic = 0x61747032;  // "atp2": format version 2
+constexpr std::int64_t kLastOp = static_cast<std::int64_t>(core::OpKind::all_gather_matmul);
 constexpr std::size_t kFields = 16;
 constexpr std::size_t kErrorOffset = kFields * sizeof(std::int64_t);
 constexpr std::size_t kErrorBytes = kWireRecordBytes - kErrorOffset;
@@ -28,6 +29,8 @@ enum Field : std::size_t {
   algorithm,
   tile_m,
   tile_n,
+  op,
+  grows_workspace,
 };
 
 }  // namespace
@@ -47,6 +50,8 @@ WireRecord encode(const core::CallRecord& record) {
   fields[algorithm] = static_cast<std::int64_t>(record.plan.algorithm);
   fields[tile_m] = record.plan.tile_m;
   fields[tile_n] = record.plan.tile_n;
+  fields[op] = static_cast<std::int64_t>(record.problem.op);
+  fields[grows_workspace] = record.grows_workspace ? 1 : 0;
   WireRecord wire{};
   std::memcpy(wire.data(), fields, sizeof fields);
   std::string error = record.error;
@@ -64,7 +69,8 @@ core::CallRecord decode(const WireRecord& wire) {
                 "version on another rank?)");
   }
   const auto in = [](std::int64_t v, std::int64_t hi) { return v >= 0 && v <= hi; };
-  if (!in(fields[dtype], 2) || !in(fields[b_layout], 1) || !in(fields[algorithm], 3)) {
+  if (!in(fields[dtype], 2) || !in(fields[b_layout], 1) || !in(fields[algorithm], 3) ||
+      !in(fields[op], kLastOp)) {
     throw Error(ErrorCode::backend, "agreement: a peer sent a record with out-of-range fields");
   }
   core::CallRecord record;
@@ -81,6 +87,8 @@ core::CallRecord decode(const WireRecord& wire) {
   record.plan.algorithm = static_cast<Algorithm>(fields[algorithm]);
   record.plan.tile_m = fields[tile_m];
   record.plan.tile_n = fields[tile_n];
+  record.problem.op = static_cast<core::OpKind>(fields[op]);
+  record.grows_workspace = fields[grows_workspace] != 0;
   const char* text = reinterpret_cast<const char*>(wire.data() + kErrorOffset);
   record.error.assign(text, strnlen(text, kErrorBytes));
   return record;

@@ -13,8 +13,9 @@ namespace asynctp::nccl {
 inline constexpr std::size_t kWireRecordBytes = 512;
 using WireRecord = std::array<unsigned char, kWireRecordBytes>;
 
-// Carries ok, world size, the problem (m, n, k, dtype, B layout, gathered
-// output), the plan (algorithm, tiles) and up to 255 bytes of the error
+// Carries ok, world size, the problem (op, m, n, k, dtype, B layout,
+// gathered output), the plan (algorithm, tiles), whether the workspace must
+// grow and up to 255 bytes of the error
 // (longer messages are cut, ending in "...").
 WireRecord encode(const core::CallRecord& record);
 // Throws Error(backend) on a block that is not a record of this version.

@@ -59,13 +59,13 @@ __global__ void barrier_kernel(BarrierArgs args) {
 
 }  // namespace
 
-cudaError_t enqueue_peer_pointers(ncclWindow_t window, int world, void** out_device,
-                                  cudaStream_t stream) {
+gpu::rt::Status enqueue_peer_pointers(ncclWindow_t window, int world, void** out_device,
+                                      gpu::rt::StreamHandle stream) {
   peer_pointers_kernel<<<1, 64, 0, stream>>>(window, world, out_device);
   return cudaGetLastError();
 }
 
-cudaError_t enqueue_barrier(const BarrierArgs& args, cudaStream_t stream) {
+gpu::rt::Status enqueue_barrier(const BarrierArgs& args, gpu::rt::StreamHandle stream) {
   barrier_kernel<<<1, 64, 0, stream>>>(args);
   return cudaGetLastError();
 }

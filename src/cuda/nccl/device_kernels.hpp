@@ -3,18 +3,19 @@
 // after the join (enqueue_nccl_call.cpp).
 #pragma once
 
-#include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include <cstdint>
+
+#include "gpu/runtime.hpp"
 
 namespace asynctp::nccl {
 
 // Writes ncclGetPeerPointer(window, offset, p) for p in [0, world) to
 // out_device[p] (device memory): the peers' buffers mapped into this
 // process's address space, valid for peers in this rank's NVLink domain.
-cudaError_t enqueue_peer_pointers(ncclWindow_t window, int world, void** out_device,
-                                  cudaStream_t stream);
+gpu::rt::Status enqueue_peer_pointers(ncclWindow_t window, int world, void** out_device,
+                                      gpu::rt::StreamHandle stream);
 
 // A bounded cross-rank barrier over symmetric memory, in stream order. Each
 // rank's sync area holds one word per peer. The barrier's generation g is
@@ -33,6 +34,6 @@ struct BarrierArgs {
   int world = 1;
   std::uint64_t timeout_ns = 0;
 };
-cudaError_t enqueue_barrier(const BarrierArgs& args, cudaStream_t stream);
+gpu::rt::Status enqueue_barrier(const BarrierArgs& args, gpu::rt::StreamHandle stream);
 
 }  // namespace asynctp::nccl

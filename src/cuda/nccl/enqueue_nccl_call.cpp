@@ -1,25 +1,25 @@
 #include "cuda/nccl/enqueue_nccl_call.hpp"
 
-#include "cuda/cuda_check.hpp"
 #include "cuda/nccl/nccl_check.hpp"
+#include "gpu/check.hpp"
 #include "gpu/gemm_paths.hpp"
 #include "gpu/stream_memops.hpp"
 
 namespace asynctp::nccl {
 namespace {
 
-using cuda::check_cuda;
+namespace rt = gpu::rt;
 
 std::uint32_t* flag(const gpu::RankResources& res, int piece) {
   return static_cast<std::uint32_t*>(res.flags.get()) + piece;
 }
 
-void wait(cudaStream_t stream, cudaEvent_t event, const char* what) {
-  check_cuda(cudaStreamWaitEvent(stream, event, 0), what);
+void wait(rt::StreamHandle stream, rt::EventHandle event, const char* what) {
+  gpu::check(rt::stream_wait_event(stream, event), what);
 }
 
-void record(cudaEvent_t event, cudaStream_t stream, const char* what) {
-  check_cuda(cudaEventRecord(event, stream), what);
+void record(rt::EventHandle event, rt::StreamHandle stream, const char* what) {
+  gpu::check(rt::event_record(event, stream), what);
 }
 
 ncclDataType_t nccl_type(DType dtype) {
@@ -34,13 +34,13 @@ ncclDataType_t nccl_type(DType dtype) {
   return ncclBfloat16;
 }
 
-void barrier(const NcclCallContext& context, cudaStream_t stream) {
-  check_cuda(enqueue_barrier(context.barrier, stream), "cross-rank barrier kernel launch");
+void barrier(const NcclCallContext& context, rt::StreamHandle stream) {
+  gpu::check(enqueue_barrier(context.barrier, stream), "cross-rank barrier kernel launch");
 }
 
 void pull_peer_chunks(const gpu::CallSpec& call, const NcclCallContext& context,
                       gpu::RankResources& res) {
-  const cudaStream_t s = res.copy_in.get();
+  const rt::StreamHandle s = res.copy_in.get();
   const std::size_t bytes = call.piece_bytes();
   for (int c : call.arrival_order) {
     if (call.dropped[static_cast<std::size_t>(c)]) continue;
@@ -48,17 +48,17 @@ void pull_peer_chunks(const gpu::CallSpec& call, const NcclCallContext& context,
                          call.chunk_bytes() * static_cast<std::size_t>(c);
     for (int j = 0; j < call.pieces; ++j) {
       const std::size_t offset = bytes * static_cast<std::size_t>(j);
-      // cudaMemcpyDefault lets the runtime classify the copy by where the
-      // pointers live (the source is the peer's memory, mapped here by
-      // NCCL), so that it can be a peer copy on the copy engines. Whether it
-      // is, the multi-GPU runs must show (issues 6, 7): a copy run as a kernel
-      // would compete with the persistent grid for SMs.
-      check_cuda(cudaMemcpyAsync(static_cast<char*>(call.gathered_chunk(c)) + offset,
-                                 source + offset, bytes, cudaMemcpyDefault, s),
-                 "cudaMemcpyAsync(peer workspace chunk piece to gathered)");
+      // Copy::any lets the runtime classify the copy by where the pointers
+      // live (the source is the peer's memory, mapped here by NCCL), so that
+      // it can be a peer copy on the copy engines. Whether it is, the
+      // multi-GPU full-grid test shows: a copy run as a kernel would compete
+      // with the persistent grid for SMs.
+      gpu::check(rt::memcpy_async(static_cast<char*>(call.gathered_chunk(c)) + offset,
+                                  source + offset, bytes, rt::Copy::any, s),
+                 "copy (peer workspace chunk piece to gathered)");
       gpu::write_value32(s, flag(res, c * call.pieces + j), call.epoch);
     }
-    record(res.arrived[static_cast<std::size_t>(c)]->get(), s, "cudaEventRecord(arrived)");
+    record(res.arrived[static_cast<std::size_t>(c)]->get(), s, "event record (arrived)");
   }
 }
 
@@ -66,7 +66,7 @@ void pull_peer_chunks(const gpu::CallSpec& call, const NcclCallContext& context,
 
 void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context,
                        gpu::RankResources& res) {
-  const cudaStream_t s = call.stream;
+  const rt::StreamHandle s = call.stream;
   const int world = call.problem.world_size;
   const int rank = call.problem.rank;
   const std::size_t chunk = call.chunk_bytes();
@@ -74,7 +74,7 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
   // The workspace and flags are shared by this rank's calls: a call on
   // another stream must not start while the previous one runs.
   if (!call.capturing && res.call_end_recorded) {
-    wait(s, res.call_end.get(), "cudaStreamWaitEvent(this rank's previous call)");
+    wait(s, res.call_end.get(), "stream wait (this rank's previous call)");
   }
 
   if (call.plan.algorithm == Algorithm::decomposed || call.plan.algorithm == Algorithm::automatic) {
@@ -85,37 +85,37 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
     gpu::library_lane(*context.backend, 0, "decomposed")
         .run(s, call.gathered, call.problem.gathered_rows(), call.b, call.c_out.data);
   } else {
-    check_cuda(
-        cudaMemsetAsync(res.flags.get(), 0,
-                        sizeof(std::uint32_t) * static_cast<std::size_t>(world * call.pieces), s),
-        "cudaMemsetAsync(flags)");
-    check_cuda(cudaMemcpyAsync(call.gathered_chunk(rank), context.a_shard, chunk,
-                               cudaMemcpyDeviceToDevice, s),
-               "cudaMemcpyAsync(local shard to workspace)");
+    gpu::check(rt::memset_async(res.flags.get(), 0,
+                                sizeof(std::uint32_t) * static_cast<std::size_t>(world * call.pieces),
+                                s),
+               "memset (flags)");
+    gpu::check(rt::memcpy_async(call.gathered_chunk(rank), context.a_shard, chunk,
+                                rt::Copy::device_to_device, s),
+               "copy (local shard to workspace)");
     for (int j = 0; j < call.pieces; ++j) {
       gpu::write_value32(s, flag(res, rank * call.pieces + j), call.epoch);
     }
     barrier(context, s);  // every rank's own chunk is in its workspace
 
-    record(res.fork.get(), s, "cudaEventRecord(fork)");
-    wait(res.copy_in.get(), res.fork.get(), "cudaStreamWaitEvent(fork)");
-    wait(res.compute.get(), res.fork.get(), "cudaStreamWaitEvent(fork)");
+    record(res.fork.get(), s, "event record (fork)");
+    wait(res.copy_in.get(), res.fork.get(), "stream wait (fork)");
+    wait(res.compute.get(), res.fork.get(), "stream wait (fork)");
     pull_peer_chunks(call, context, res);  // the producer first, then the GEMM
-    record(res.copy_in_done.get(), res.copy_in.get(), "cudaEventRecord(copy in done)");
+    record(res.copy_in_done.get(), res.copy_in.get(), "event record (copy in done)");
     gpu::enqueue_gemm(call, res, *context.backend);  // native or pipelined
-    record(res.compute_done.get(), res.compute.get(), "cudaEventRecord(compute done)");
-    wait(s, res.copy_in_done.get(), "cudaStreamWaitEvent(copy in done)");
-    wait(s, res.compute_done.get(), "cudaStreamWaitEvent(compute done)");
+    record(res.compute_done.get(), res.compute.get(), "event record (compute done)");
+    wait(s, res.copy_in_done.get(), "stream wait (copy in done)");
+    wait(s, res.compute_done.get(), "stream wait (compute done)");
     barrier(context, s);  // every rank has read every workspace
   }
 
   if (context.a_gathered_out && context.a_gathered_out != call.gathered) {
-    check_cuda(cudaMemcpyAsync(context.a_gathered_out, call.gathered, chunk * world,
-                               cudaMemcpyDeviceToDevice, s),
-               "cudaMemcpyAsync(workspace to a_gathered_out)");
+    gpu::check(rt::memcpy_async(context.a_gathered_out, call.gathered, chunk * world,
+                                rt::Copy::device_to_device, s),
+               "copy (workspace to a_gathered_out)");
   }
   if (!call.capturing) {
-    record(res.call_end.get(), s, "cudaEventRecord(call end)");
+    record(res.call_end.get(), s, "event record (call end)");
     res.call_end_recorded = true;
   }
 }

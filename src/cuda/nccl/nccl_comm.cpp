@@ -1,24 +1,25 @@
 #include "cuda/nccl/nccl_comm.hpp"
 
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "asynctp/error.hpp"
-#include "asynctp/trace.hpp"
+#include "core/config.hpp"
 #include "core/log.hpp"
 #include "core/signals.hpp"
-#include "cuda/cuda_check.hpp"
 #include "cuda/nccl/agreement_wire.hpp"
 #include "cuda/nccl/enqueue_nccl_call.hpp"
 #include "cuda/nccl/nccl_check.hpp"
+#include "gpu/check.hpp"
 
 namespace asynctp::nccl {
 namespace {
 
-using cuda::check_cuda;
+namespace rt = gpu::rt;
 
 int comm_device(ncclComm_t comm) {
   int device = -1;
@@ -38,13 +39,19 @@ int comm_size(ncclComm_t comm) {
   return size;
 }
 
-int set_device_of(ncclComm_t comm) {
-  const int device = comm_device(comm);
-  check_cuda(cudaSetDevice(device), "cudaSetDevice(the communicator's device)");
-  return device;
+constexpr std::size_t kBarrierWords = 4;  // [0] generation, [1..3] error words
+
+bool pulls_from_peers(Algorithm algorithm) {
+  return algorithm == Algorithm::native || algorithm == Algorithm::pipelined;
 }
 
-constexpr std::size_t kBarrierWords = 4;  // [0] generation, [1..3] error words
+// The agreement cache's key: the call as the ranks agreed on it, without
+// what only the first call of a shape carries.
+std::string cache_key(core::CallRecord record) {
+  record.grows_workspace = false;
+  const WireRecord wire = encode(record);
+  return std::string(wire.begin(), wire.end());
+}
 
 }  // namespace
 
@@ -53,15 +60,38 @@ NcclComm::NcclComm(ncclComm_t comm, bool owns_comm)
       owns_comm_(owns_comm),
       rank_(comm_rank(comm)),
       world_(comm_size(comm)),
-      backend_(set_device_of(comm)),
-      no_peer_access_(peer_access_problem(comm, world_)),
-      res_(world_),
-      workspace_(comm, rank_, world_) {
-  barrier_state_.ensure(kBarrierWords * sizeof(std::uint32_t), "cudaMalloc(barrier state)");
-  check_cuda(cudaMemset(barrier_state_.get(), 0, barrier_state_.size()),
-             "cudaMemset(barrier state)");
-  wire_.ensure(kWireRecordBytes * static_cast<std::size_t>(world_ + 1),
-               "cudaMalloc(agreement records)");
+            workspace_(comm, rank_, world_) {
+  // Local set-up first. The peers learn through a bounded all-gather whether
+  // it succeeded on every rank before any of them enters the collective
+  // probe below (which has no timeout): a rank that cannot set up aborts
+  // the communicator, and its peers' bounded wait ends with an error.
+  const std::int64_t timeout_ms = core::resolve_options(Options{}).wait_timeout_ms;
+  core::CallRecord ready;
+  ready.world_size = world_;
+  try {
+    backend_ = gpu::make_rank_backend(comm_device(comm));
+    res_ = std::make_unique<gpu::RankResources>(world_);
+    barrier_state_.ensure(kBarrierWords * sizeof(std::uint32_t),
+                          "device allocation (barrier state)");
+    gpu::check(rt::device_memset(barrier_state_.get(), 0, barrier_state_.size()),
+               "memset (barrier state)");
+    const std::size_t wire_bytes = kWireRecordBytes * static_cast<std::size_t>(world_ + 1);
+    wire_.ensure(wire_bytes, "device allocation (agreement records)");
+    wire_host_.ensure(wire_bytes, "pinned allocation (agreement records)");
+    ready.ok = true;
+  } catch (const Error& e) {
+    if (!owns_comm_) throw;  // the caller's communicator is the caller's to abort
+    (void)ncclCommAbort(comm_);
+    aborted_ = true;
+    throw Error(e.code(), "rank " + std::to_string(rank_) + ": " + e.what() +
+                              " (the NCCL communicator was aborted; the other ranks' set-up "
+                              "fails within ASYNCTP_WAIT_TIMEOUT_MS)");
+  }
+  for (const core::CallRecord& peer :
+       exchange(ready, nullptr, timeout_ms, "the communicator's set-up agreement")) {
+    (void)peer;  // a peer that failed never joins: the exchange timed out
+  }
+  no_peer_access_ = peer_access_problem(comm, world_);
   if (!no_peer_access_.empty()) {
     core::log(core::LogLevel::info, rank_,
               "no peer pulls on this communicator (" + no_peer_access_ +
@@ -70,11 +100,11 @@ NcclComm::NcclComm(ncclComm_t comm, bool owns_comm)
 }
 
 NcclComm::~NcclComm() {
-  (void)cudaSetDevice(backend_.device());
-  (void)cudaDeviceSynchronize();
+  if (backend_) (void)rt::set_device(backend_->device());
+  (void)rt::device_synchronize();
   // The window belongs to the communicator: give it back while both live.
-  workspace_.release();
-  if (owns_comm_) {
+  workspace_.release(/*communicator_gone=*/aborted_);
+  if (owns_comm_ && !aborted_) {
     // Finalize flushes NCCL's own pending work; a broken communicator (a
     // peer vanished) is aborted instead, which never waits on peers.
     if (broken_.empty() && ncclCommFinalize(comm_) == ncclSuccess) {
@@ -83,6 +113,10 @@ NcclComm::~NcclComm() {
       (void)ncclCommAbort(comm_);
     }
   }
+}
+
+const char* NcclComm::backend_name() const noexcept {
+  return rt::kDeviceKind == DeviceKind::cuda ? "cuda-nccl" : "hip-rccl";
 }
 
 void NcclComm::check_usable() const {
@@ -94,15 +128,12 @@ void NcclComm::check_usable() const {
   }
 }
 
-gpu::CheckedCall NcclComm::check_call(const TensorView& a_shard, const TensorView& b,
-                                      const TensorView& c_out, const TensorView* a_gathered_out,
-                                      const Options& options) const {
+call::CheckedCall NcclComm::check(const call::OpCall& call, const Options& options) const {
   gpu::CallSite site;
   site.world_size = world_;
   site.rank = rank_;
   site.no_peer_access = no_peer_access_;
-  gpu::CheckedCall out =
-      gpu::check_call(site, backend_, a_shard, b, c_out, a_gathered_out, options);
+  call::CheckedCall out = gpu::check_call(site, *backend_, call, options);
   if (!no_peer_access_.empty() && out.plan.algorithm == Algorithm::pipelined) {
     gpu::fail_argument("options.algorithm",
                        "pipelined needs this rank to pull its peers' shards, but " +
@@ -111,29 +142,74 @@ gpu::CheckedCall NcclComm::check_call(const TensorView& a_shard, const TensorVie
   return out;
 }
 
-RunInfo NcclComm::plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                               const TensorView& c_out,
-                                               const TensorView* a_gathered_out,
-                                               const Options& options) const {
-  return gpu::to_run_info(check_call(a_shard, b, c_out, a_gathered_out, options).plan);
+std::size_t NcclComm::workspace_bytes(const call::CheckedCall& checked) const {
+  if (!pulls_from_peers(checked.plan.algorithm)) return 0;
+  const core::ProblemDesc& p = checked.problem;
+  return static_cast<std::size_t>(p.gathered_rows() * p.k) * element_size(p.dtype);
 }
 
-void NcclComm::wait_for_event(cudaEvent_t event, std::int64_t timeout_ms, const std::string& what) {
+void NcclComm::abort_communicator(const std::string& why) noexcept {
+  if (broken_.empty()) broken_ = why;
+  if (aborted_) return;
+  aborted_ = true;
+  workspace_.release(/*communicator_gone=*/true);
+  (void)ncclCommAbort(comm_);
+  core::log(core::LogLevel::warn, rank_, "NCCL communicator aborted: " + why);
+}
+
+void NcclComm::wait_or_abort(rt::EventHandle event, std::int64_t timeout_ms,
+                             const std::string& what) {
   const auto start = std::chrono::steady_clock::now();
   while (true) {
-    const cudaError_t q = cudaEventQuery(event);
-    if (q == cudaSuccess) return;
-    if (q != cudaErrorNotReady) check_cuda(q, what.c_str());
+    const rt::Status q = rt::event_query(event);
+    if (q == rt::kSuccess) return;
+    if (q != rt::kNotReady) gpu::check(q, what.c_str());
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::steady_clock::now() - start)
                             .count();
     if (waited > timeout_ms) {
-      broken_ = what + " did not complete within " + std::to_string(timeout_ms) + " ms";
-      throw Error(ErrorCode::timeout, "rank " + std::to_string(rank_) + ": " + broken_ +
-                                          " (does every rank make the same call?)");
+      const std::string why = what + " did not complete within " + std::to_string(timeout_ms) +
+                              " ms (does every rank make the same call? a rank that failed "
+                              "earlier, exited or makes another call never joins)";
+      abort_communicator(why);
+      throw Error(ErrorCode::timeout,
+                  "rank " + std::to_string(rank_) + ": " + why +
+                      "; the NCCL communicator was aborted, make a new one");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+std::vector<core::CallRecord> NcclComm::exchange(const core::CallRecord& mine,
+                                                 rt::StreamHandle stream, std::int64_t timeout_ms,
+                                                 const std::string& what) {
+  // Pinned host memory on both ends: a copy to or from pageable memory may
+  // block the host until the copy runs, i.e. until every rank has joined the
+  // all-gather ahead of it, and the bounded wait below would never start.
+  char* host = static_cast<char*>(wire_host_.get());
+  char* device = static_cast<char*>(wire_.get());
+  const WireRecord encoded = encode(mine);
+  std::memcpy(host, encoded.data(), kWireRecordBytes);
+  const std::size_t all_bytes = kWireRecordBytes * static_cast<std::size_t>(world_);
+  gpu::check(rt::memcpy_async(device, host, kWireRecordBytes, rt::Copy::host_to_device, stream),
+             "copy (agreement record)");
+  check_nccl(ncclAllGather(device, device + kWireRecordBytes, kWireRecordBytes, ncclUint8, comm_,
+                           stream),
+             "ncclAllGather(agreement records)", comm_);
+  gpu::check(rt::memcpy_async(host + kWireRecordBytes, device + kWireRecordBytes, all_bytes,
+                              rt::Copy::device_to_host, stream),
+             "copy (agreement records back)");
+  gpu::check(rt::event_record(exchanged_.get(), stream), "event record (agreement)");
+  wait_or_abort(exchanged_.get(), timeout_ms, what);
+
+  std::vector<core::CallRecord> records;
+  for (int r = 0; r < world_; ++r) {
+    WireRecord wire;
+    std::memcpy(wire.data(), host + kWireRecordBytes * static_cast<std::size_t>(r + 1),
+                kWireRecordBytes);
+    records.push_back(decode(wire));
+  }
+  return records;
 }
 
 // Every rank publishes its record through an all-gather and reads all of
@@ -142,29 +218,45 @@ void NcclComm::wait_for_event(cudaEvent_t event, std::int64_t timeout_ms, const 
 // (decomposed's all-gather) is, so NCCL sees its operations in one order on
 // one stream; the host then waits for that stream (bounded), which is why
 // this happens once per distinct call only.
-void NcclComm::agree(const core::CallRecord& mine, const std::exception_ptr& local_error,
-                     std::int64_t timeout_ms, cudaStream_t stream) {
-  const WireRecord encoded = encode(mine);
-  const std::string key(encoded.begin(), encoded.end());
-  if (mine.ok && agreed_calls_.count(key)) return;
+void NcclComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
+                     const call::CheckedCall& checked, const call::OpCall&,
+                     const Options& options, std::int64_t timeout_ms) {
+  const auto stream = static_cast<rt::StreamHandle>(options.stream);
+  if (mine.ok) {
+    mine.grows_workspace = !workspace_.fits(workspace_bytes(checked)) &&
+                           workspace_bytes(checked) > 0;
+    if (mine.grows_workspace) {
+      // Growth is collective: a rank whose earlier call failed on the device
+      // must say so here, before its peers enter the growth, not after.
+      try {
+        synchronize();
+      } catch (const Error& e) {
+        local_error = std::current_exception();
+        mine.ok = false;
+        mine.error = std::string("an earlier call failed: ") + e.what();
+        check_usable();  // a broken communicator cannot take part in an agreement
+      }
+    }
+  }
+  const std::string key = cache_key(mine);
+  if (mine.ok && !mine.grows_workspace && agreed_calls_.count(key)) return;
+  if (checked.capturing || !mine.ok) {
+    // Inside a capture no host round trip is possible: report a local error
+    // at once (the peers' calls fail for the same reason, or time out at
+    // their first barrier), and refuse a call the ranks have not agreed on.
+    bool capturing = checked.capturing;
+    if (!mine.ok) (void)rt::stream_capturing(stream, &capturing);
+    rt::clear_last_error();
+    if (capturing) {
+      if (local_error) std::rethrow_exception(local_error);
+      gpu::fail_argument("options.stream",
+                         "is capturing a graph, but the ranks have not yet agreed on this call "
+                         "(a host round trip); make the same call once uncaptured first");
+    }
+  }
 
-  const cudaStream_t s = stream;
-  char* device_records = static_cast<char*>(wire_.get());
-  std::vector<WireRecord> all(static_cast<std::size_t>(world_));
-  check_cuda(
-      cudaMemcpyAsync(device_records, encoded.data(), kWireRecordBytes, cudaMemcpyHostToDevice, s),
-      "cudaMemcpyAsync(agreement record)");
-  check_nccl(ncclAllGather(device_records, device_records + kWireRecordBytes, kWireRecordBytes,
-                           ncclUint8, comm_, s),
-             "ncclAllGather(agreement records)", comm_);
-  check_cuda(cudaMemcpyAsync(all.data(), device_records + kWireRecordBytes,
-                             kWireRecordBytes * all.size(), cudaMemcpyDeviceToHost, s),
-             "cudaMemcpyAsync(agreement records back)");
-  check_cuda(cudaEventRecord(agreed_.get(), s), "cudaEventRecord(agreed)");
-  wait_for_event(agreed_.get(), timeout_ms, "the agreement all-gather");
-
-  std::vector<core::CallRecord> records;
-  for (const WireRecord& wire : all) records.push_back(decode(wire));
+  const std::vector<core::CallRecord> records =
+      exchange(mine, stream, timeout_ms, "the agreement all-gather");
   const std::string disagreement = core::find_disagreement(records);
   if (!disagreement.empty()) {
     if (local_error) std::rethrow_exception(local_error);
@@ -178,60 +270,54 @@ void NcclComm::agree(const core::CallRecord& mine, const std::exception_ptr& loc
   }
 }
 
-RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                          const TensorView& c_out, const TensorView* a_gathered_out,
-                                          const Options& options) {
-  check_usable();
-  const double call_begin = options.trace ? options.trace->now_us() : 0;
-
-  // 1. Check locally; the outcome is published even on failure.
-  core::CallRecord mine;
-  mine.world_size = world_;
-  std::exception_ptr local_error;
-  gpu::CheckedCall checked;
+void NcclComm::grow_workspace(std::size_t gathered_bytes, rt::StreamHandle stream,
+                              std::int64_t timeout_ms) {
+  // Local half first; every rank then learns whether every allocation
+  // succeeded before any enters NCCL's registration, which has no timeout.
+  core::CallRecord outcome;
+  outcome.world_size = world_;
+  outcome.ok = true;
   try {
-    checked = check_call(a_shard, b, c_out, a_gathered_out, options);
-    mine.problem = checked.problem;
-    mine.plan = checked.plan;
-    mine.ok = true;
+    workspace_.allocate(gathered_bytes);
   } catch (const Error& e) {
-    local_error = std::current_exception();
-    mine.error = e.what();
+    outcome.ok = false;
+    outcome.error = e.what();
   }
-  const std::int64_t timeout_ms =
-      mine.ok ? checked.resolved.wait_timeout_ms : core::kDefaultWaitTimeoutMs;
+  const std::vector<core::CallRecord> outcomes =
+      exchange(outcome, stream, timeout_ms, "the symmetric workspace's growth agreement");
+  for (std::size_t r = 0; r < outcomes.size(); ++r) {
+    if (outcomes[r].ok) continue;
+    workspace_.release();
+    throw Error(ErrorCode::backend, "rank " + std::to_string(r) +
+                                        " could not grow its symmetric workspace to " +
+                                        std::to_string(gathered_bytes) +
+                                        " bytes: " + outcomes[r].error);
+  }
+  try {
+    workspace_.register_window(stream, [&](rt::EventHandle event, const std::string& what) {
+      wait_or_abort(event, timeout_ms, what);
+    });
+  } catch (const Error& e) {
+    // The ranks may be out of step inside NCCL now.
+    abort_communicator(std::string("symmetric workspace set-up failed: ") + e.what());
+    throw;
+  }
+}
 
-  // 2. Agree, once per distinct call (a host round trip: not inside a capture).
-  const WireRecord encoded = encode(mine);
-  const bool known = mine.ok && agreed_calls_.count(std::string(encoded.begin(), encoded.end()));
-  if (!known && checked.capturing) {
-    gpu::fail_argument("options.stream",
-                       "is capturing a CUDA graph, but the ranks have not yet agreed on this "
-                       "call (a host round trip); make the same call once uncaptured first");
-  }
-  if (local_error) {
-    // Inside a capture no host round trip is possible: report the local
-    // error at once (the peers' calls were refused for the same reason, or
-    // will time out at their first barrier).
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(static_cast<cudaStream_t>(options.stream), &status) == cudaSuccess &&
-        status != cudaStreamCaptureStatusNone) {
-      std::rethrow_exception(local_error);
-    }
-    (void)cudaGetLastError();
-  }
-  agree(mine, local_error, timeout_ms, static_cast<cudaStream_t>(options.stream));
-  if (local_error) std::rethrow_exception(local_error);
+std::uint32_t NcclComm::execute(const call::OpCall& call, const call::CheckedCall& checked,
+                                const Options& options) {
+  const auto stream = static_cast<rt::StreamHandle>(options.stream);
+  const std::int64_t timeout_ms = checked.resolved.wait_timeout_ms;
+  const TensorView* a_gathered_out = call.a_gathered_out;
 
-  // 3. Resources (collective growth: every rank agreed on the same sizes).
   gpu::CallSpec spec;
   spec.problem = checked.problem;
   spec.plan = checked.plan;
-  spec.b = b;
-  spec.c_out = c_out;
-  spec.stream = static_cast<cudaStream_t>(options.stream);
+  spec.b = call.b;
+  spec.c_out = call.out;
+  spec.stream = stream;
   spec.capturing = checked.capturing;
-  spec.timeout_ms = checked.resolved.wait_timeout_ms;
+  spec.timeout_ms = timeout_ms;
   spec.arrival_order = gpu::arrival_order(world_, rank_, options.hooks);
   spec.dropped.assign(static_cast<std::size_t>(world_), false);
   for (int c : spec.arrival_order) {
@@ -240,48 +326,41 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
   spec.pieces = checked.pieces;
   if (checked.kernel) spec.native_kernel = checked.kernel->name;
   const std::size_t gathered_bytes = spec.chunk_bytes() * static_cast<std::size_t>(world_);
-  const bool decomposed =
-      spec.plan.algorithm != Algorithm::native && spec.plan.algorithm != Algorithm::pipelined;
-  if (decomposed) {
+  if (!pulls_from_peers(spec.plan.algorithm)) {
     if (a_gathered_out) {
       spec.gathered = a_gathered_out->data;
     } else {
-      if (checked.capturing && res_.gathered.size() < gathered_bytes) {
+      if (checked.capturing && res_->gathered.size() < gathered_bytes) {
         gpu::fail_argument("options.stream",
-                           "is capturing a CUDA graph, but this call would first have to "
-                           "allocate its gathered buffer; make the same call once uncaptured "
-                           "first (or pass a_gathered_out)");
+                           "is capturing a graph, but this call would first have to allocate "
+                           "its gathered buffer; make the same call once uncaptured first (or "
+                           "pass a_gathered_out)");
       }
-      spec.gathered = res_.gathered.ensure(gathered_bytes, "cudaMalloc(gathered A)");
-    }
-    if (checked.capturing && !gpu::gemm_ready(backend_, Algorithm::decomposed)) {
-      gpu::fail_argument("options.stream",
-                         "is capturing a CUDA graph, but cuBLAS is not set up yet on this "
-                         "rank; make the same call once uncaptured first");
+      spec.gathered = res_->gathered.ensure(gathered_bytes, "device allocation (gathered A)");
     }
   } else {
-    if (workspace_.gathered_capacity() < gathered_bytes || !workspace_.gathered()) {
+    if (!workspace_.fits(gathered_bytes)) {
       if (checked.capturing) {
         gpu::fail_argument("options.stream",
-                           "is capturing a CUDA graph, but the symmetric workspace must grow "
-                           "first (collective); make the same call once uncaptured first");
+                           "is capturing a graph, but the symmetric workspace must grow first "
+                           "(collective); make the same call once uncaptured first");
       }
-      synchronize();  // nothing of ours may still use the old workspace
-      workspace_.ensure(gathered_bytes);
+      grow_workspace(gathered_bytes, stream, timeout_ms);
     }
     if (workspace_.generation() != workspace_generation_seen_) {
-      // New memory, zeroed sync areas: barrier generations restart at 0.
-      check_cuda(cudaMemset(barrier_state_.get(), 0, sizeof(std::uint32_t)),
-                 "cudaMemset(barrier generation)");
+      // New memory, zeroed sync areas: barrier generations restart at 0. On
+      // the call's stream, ahead of its first barrier: a reset on another
+      // stream could land after that barrier has counted.
+      gpu::check(rt::memset_async(barrier_state_.get(), 0, sizeof(std::uint32_t), stream),
+                 "memset (barrier generation)");
       workspace_generation_seen_ = workspace_.generation();
     }
     spec.gathered = workspace_.gathered();
-    if (spec.plan.algorithm == Algorithm::pipelined && checked.capturing &&
-        !gpu::gemm_ready(backend_, Algorithm::pipelined)) {
-      gpu::fail_argument("options.stream",
-                         "is capturing a CUDA graph, but cuBLAS is not set up yet on this "
-                         "rank; make the same call once uncaptured first");
-    }
+  }
+  if (checked.capturing && !gpu::gemm_ready(*backend_, spec.plan.algorithm)) {
+    gpu::fail_argument("options.stream",
+                       "is capturing a graph, but the library GEMM is not set up yet on this "
+                       "rank; make the same call once uncaptured first");
   }
   epoch_ = core::next_epoch(epoch_);
   spec.epoch = epoch_;
@@ -289,7 +368,7 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
   NcclCallContext context;
   context.comm = comm_;
   context.workspace = &workspace_;
-  context.a_shard = a_shard.data;
+  context.a_shard = call.a.data;
   context.a_gathered_out = a_gathered_out ? a_gathered_out->data : nullptr;
   auto* state = static_cast<std::uint32_t*>(barrier_state_.get());
   context.barrier.peer_sync_areas = workspace_.peer_sync_areas_device();
@@ -301,56 +380,51 @@ RunInfo NcclComm::fused_all_gather_matmul(const TensorView& a_shard, const Tenso
   // A peer may reach the second barrier only after its own GEMM gave up on
   // a chunk (one wait timeout): wait longer than that, so only a rank that
   // never comes is reported here.
-  context.barrier.timeout_ns = static_cast<std::uint64_t>(2 * spec.timeout_ms + 1000) * 1'000'000u;
-  context.backend = &backend_;
+  context.barrier.timeout_ns = static_cast<std::uint64_t>(2 * timeout_ms + 1000) * 1'000'000u;
+  context.backend = backend_.get();
 
-  // 4. Enqueue. A failure here leaves the ranks' device work out of step.
+  // A failure while enqueuing leaves the ranks' device work out of step.
   try {
-    enqueue_nccl_call(spec, context, res_);
+    enqueue_nccl_call(spec, context, *res_);
   } catch (const Error& e) {
-    broken_ = std::string("enqueue failed: ") + e.what();
+    abort_communicator(std::string("enqueue failed: ") + e.what());
     throw;
   }
   if (!checked.capturing) {
-    check_cuda(cudaEventRecord(res_.call_done.get(), spec.stream), "cudaEventRecord(call done)");
+    gpu::check(rt::event_record(res_->call_done.get(), stream), "event record (call done)");
     pending_ = true;
   }
-  pending_timeout_ms_ = spec.timeout_ms;
+  pending_timeout_ms_ = timeout_ms;
   pending_epoch_ = spec.epoch;
   pending_pieces_ = spec.pieces;
-  if (options.trace) {
-    options.trace->add_span(
-        rank_, "host enqueue", "call",
-        std::string("check, agree and enqueue (") + to_string(checked.plan.algorithm) + ")",
-        call_begin, options.trace->now_us(), "\"epoch\": " + std::to_string(epoch_));
-  }
-  return gpu::to_run_info(checked.plan);
+  return epoch_;
 }
 
 void NcclComm::synchronize() {
-  check_cuda(cudaSetDevice(backend_.device()), "cudaSetDevice(rank device)");
+  gpu::check(rt::set_device(backend_->device()), "set device (rank device)");
   if (pending_) {
     // The kernel's waits and both barriers are bounded; this bounds the rest.
     const std::int64_t bound_ms = 6 * pending_timeout_ms_ + 10'000;
-    wait_for_event(res_.call_done.get(), bound_ms,
-                   "the device work of the call of epoch " + std::to_string(pending_epoch_));
     pending_ = false;
+    wait_or_abort(res_->call_done.get(), bound_ms,
+                  "the device work of the call of epoch " + std::to_string(pending_epoch_));
   }
   // The native kernel's gate and the barrier leave their first timeout here
   // (graph replays included); reading clears them.
   std::uint32_t gate[3] = {0, 0, 0};
   std::uint32_t barrier[3] = {0, 0, 0};
-  const cudaStream_t s = res_.copy_out.get();
-  check_cuda(cudaMemcpyAsync(gate, res_.error_words.get(), sizeof gate, cudaMemcpyDeviceToHost, s),
-             "cudaMemcpyAsync(error words)");
+  const rt::StreamHandle s = res_->copy_out.get();
+  gpu::check(rt::memcpy_async(gate, res_->error_words.get(), sizeof gate, rt::Copy::device_to_host,
+                              s),
+             "copy (error words)");
   auto* state = static_cast<std::uint32_t*>(barrier_state_.get());
-  check_cuda(cudaMemcpyAsync(barrier, state + 1, sizeof barrier, cudaMemcpyDeviceToHost, s),
-             "cudaMemcpyAsync(barrier error words)");
-  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize(error words)");
+  gpu::check(rt::memcpy_async(barrier, state + 1, sizeof barrier, rt::Copy::device_to_host, s),
+             "copy (barrier error words)");
+  gpu::check(rt::stream_synchronize(s), "stream synchronize (error words)");
   if (gate[0] == 0 && barrier[0] == 0) return;
-  check_cuda(cudaMemsetAsync(res_.error_words.get(), 0, sizeof gate, s), "cudaMemsetAsync");
-  check_cuda(cudaMemsetAsync(state + 1, 0, sizeof barrier, s), "cudaMemsetAsync");
-  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize(error words)");
+  gpu::check(rt::memset_async(res_->error_words.get(), 0, sizeof gate, s), "memset (error words)");
+  gpu::check(rt::memset_async(state + 1, 0, sizeof barrier, s), "memset (barrier error words)");
+  gpu::check(rt::stream_synchronize(s), "stream synchronize (error words)");
   if (barrier[0] != 0) {
     // A peer that never reached a barrier: the ranks are out of step now.
     broken_ = "rank " + std::to_string(rank_) + " waited " + std::to_string(pending_timeout_ms_) +
@@ -362,7 +436,7 @@ void NcclComm::synchronize() {
   gate[0] = gpu::chunk_word_of_piece_word(gate[0], pending_pieces_);
   throw Error(ErrorCode::timeout,
               "rank " + std::to_string(rank_) + ": " +
-                  backend_.native_error_message(
+                  backend_->native_error_message(
                       gate, static_cast<std::uint64_t>(pending_timeout_ms_) * 1'000'000u));
 }
 

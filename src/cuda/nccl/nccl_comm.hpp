@@ -1,32 +1,40 @@
-// One rank of an NCCL communicator: the Comm of asynctp/nccl.hpp. Each rank
-// has its own GPU; a peer's shard reaches it as a copy-engine pull from the
-// peer's symmetric workspace (native, pipelined) or through ncclAllGather
-// (decomposed). The GEMM side is the CUDA backend's (cuda/rank_backend.hpp,
-// gpu/gemm_paths.hpp).
+// One rank of an NCCL communicator: the transport of asynctp/nccl.hpp. Each
+// rank has its own GPU; a peer's shard reaches it as a copy-engine pull from
+// the peer's symmetric workspace (native, pipelined) or through
+// ncclAllGather (decomposed). Written over the runtime layer (gpu::rt) and a
+// RankBackend, like the loopback transport, so that nothing here names CUDA.
+//
+// Every host wait is bounded. The ranks agree through an NCCL all-gather of
+// fixed-size records; one that does not complete in time (a rank failed, left
+// or makes another call) aborts the NCCL communicator, the only way to free
+// the collective stuck on it, and the error says so on every rank that waited.
 #pragma once
 
 #include <nccl.h>
 
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
-#include "asynctp/comm.hpp"
+#include "call/transport.hpp"
 #include "core/agreement.hpp"
 #include "cuda/nccl/symmetric_workspace.hpp"
-#include "cuda/rank_backend.hpp"
 #include "gpu/call_check.hpp"
+#include "gpu/call_spec.hpp"
+#include "gpu/rank_backend.hpp"
 #include "gpu/rank_resources.hpp"
 #include "gpu/resources.hpp"
 
 namespace asynctp::nccl {
 
-class NcclComm final : public Comm {
+class NcclComm final : public call::Transport {
  public:
   // Collective: every rank of `comm` constructs its NcclComm at the same
-  // time (the peer-access probe and window registrations are collective).
-  // With owns_comm the destructor finalizes and destroys `comm`.
+  // time (the peer-access probe is collective). With owns_comm the destructor
+  // finalizes and destroys `comm`.
   NcclComm(ncclComm_t comm, bool owns_comm);
   ~NcclComm() override;
   NcclComm(const NcclComm&) = delete;
@@ -34,40 +42,51 @@ class NcclComm final : public Comm {
 
   int rank() const noexcept override { return rank_; }
   int world_size() const noexcept override { return world_; }
-  DeviceKind device_kind() const noexcept override { return DeviceKind::cuda; }
-  const char* backend_name() const noexcept override { return "cuda-nccl"; }
+  DeviceKind device_kind() const noexcept override { return backend_->device_kind(); }
+  const char* backend_name() const noexcept override;
 
-  RunInfo plan_fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                       const TensorView& c_out, const TensorView* a_gathered_out,
-                                       const Options& options) const override;
-  RunInfo fused_all_gather_matmul(const TensorView& a_shard, const TensorView& b,
-                                  const TensorView& c_out, const TensorView* a_gathered_out,
-                                  const Options& options) override;
+  void check_usable() const override;
+  call::CheckedCall check(const call::OpCall& call, const Options& options) const override;
+  void agree(core::CallRecord& mine, std::exception_ptr& local_error,
+             const call::CheckedCall& checked, const call::OpCall& call, const Options& options,
+             std::int64_t timeout_ms) override;
+  std::uint32_t execute(const call::OpCall& call, const call::CheckedCall& checked,
+                        const Options& options) override;
+  bool synchronous() const noexcept override { return false; }
   void synchronize() override;
 
-  int device() const noexcept { return backend_.device(); }
+  int device() const noexcept { return backend_->device(); }
   // Why this rank cannot pull from its peers ("" when it can).
   const std::string& no_peer_access() const noexcept { return no_peer_access_; }
 
  private:
-  gpu::CheckedCall check_call(const TensorView& a_shard, const TensorView& b,
-                              const TensorView& c_out, const TensorView* a_gathered_out,
-                              const Options& options) const;
-  void agree(const core::CallRecord& mine, const std::exception_ptr& local_error,
-             std::int64_t timeout_ms, cudaStream_t stream);
-  void wait_for_event(cudaEvent_t event, std::int64_t timeout_ms, const std::string& what);
-  void check_usable() const;
+  // Every rank's record, through a bounded all-gather on `stream`.
+  std::vector<core::CallRecord> exchange(const core::CallRecord& mine, gpu::rt::StreamHandle stream,
+                                         std::int64_t timeout_ms, const std::string& what);
+  // Waits for `event`; past timeout_ms aborts the communicator and throws.
+  void wait_or_abort(gpu::rt::EventHandle event, std::int64_t timeout_ms,
+                     const std::string& what);
+  // Marks the communicator unusable and aborts the NCCL communicator.
+  void abort_communicator(const std::string& why) noexcept;
+  // Collective growth of the symmetric workspace (every rank agreed to it).
+  void grow_workspace(std::size_t gathered_bytes, gpu::rt::StreamHandle stream,
+                      std::int64_t timeout_ms);
+  // Bytes of the gathered A a call needs in the symmetric workspace; 0 when
+  // its algorithm does not pull from peers (decomposed).
+  std::size_t workspace_bytes(const call::CheckedCall& checked) const;
 
   ncclComm_t comm_;
   bool owns_comm_;
+  bool aborted_ = false;
   int rank_ = 0, world_ = 1;
-  cuda::CudaRankBackend backend_;
+  std::unique_ptr<gpu::RankBackend> backend_;
   std::string no_peer_access_;
-  gpu::RankResources res_;
+  std::unique_ptr<gpu::RankResources> res_;
   SymmetricWorkspace workspace_;
   gpu::DeviceMemory barrier_state_;  // [0] generation, [1..3] error words
   gpu::DeviceMemory wire_;           // agreement records: mine, then all ranks'
-  gpu::Event agreed_{"event create"};
+  gpu::PinnedMemory wire_host_;      // the same, on the host (pageable would block)
+  gpu::Event exchanged_{"event create (agreement)"};
   std::set<std::string> agreed_calls_;  // encoded records already agreed on
   int workspace_generation_seen_ = 0;
   std::uint32_t epoch_ = 0;

@@ -6,12 +6,14 @@
 
 #include "asynctp/error.hpp"
 #include "core/log.hpp"
-#include "cuda/cuda_check.hpp"
 #include "cuda/nccl/device_kernels.hpp"
 #include "cuda/nccl/nccl_check.hpp"
+#include "gpu/check.hpp"
 
 namespace asynctp::nccl {
 namespace {
+
+namespace rt = gpu::rt;
 
 std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; }
 
@@ -40,13 +42,11 @@ SymmetricWorkspace::SymmetricWorkspace(ncclComm_t comm, int rank, int world)
 
 SymmetricWorkspace::~SymmetricWorkspace() { release(); }
 
-void SymmetricWorkspace::release() noexcept {
-  if (window_) (void)ncclCommWindowDeregister(comm_, window_);
+void SymmetricWorkspace::release(bool communicator_gone) noexcept {
+  if (window_ && !communicator_gone) (void)ncclCommWindowDeregister(comm_, window_);
   if (base_) (void)ncclMemFree(base_);
-  if (peer_sync_device_) (void)cudaFree(peer_sync_device_);
   window_ = nullptr;
   base_ = nullptr;
-  peer_sync_device_ = nullptr;
   bytes_ = 0;
   peer_bases_.clear();
 }
@@ -68,54 +68,63 @@ std::uint32_t* SymmetricWorkspace::sync_area() const noexcept {
 }
 
 std::uint32_t* const* SymmetricWorkspace::peer_sync_areas_device() const noexcept {
-  return static_cast<std::uint32_t* const*>(peer_sync_device_);
+  return static_cast<std::uint32_t* const*>(peer_pointers_.get());
 }
 
-void SymmetricWorkspace::ensure(std::size_t gathered_bytes) {
-  if (base_ && gathered_bytes <= gathered_capacity()) return;
+void SymmetricWorkspace::allocate(std::size_t gathered_bytes) {
   release();
   const std::size_t bytes = round_up(kSyncBytes + gathered_bytes, 2u << 20);
-  check_nccl(ncclMemAlloc(&base_, bytes), "ncclMemAlloc(symmetric workspace)", comm_);
+  const std::size_t pointer_bytes = sizeof(void*) * static_cast<std::size_t>(world_);
+  try {
+    check_nccl(ncclMemAlloc(&base_, bytes), "ncclMemAlloc(symmetric workspace)", comm_);
+    peer_pointers_.ensure(pointer_bytes, "device allocation (peer pointers)");
+    peer_pointers_host_.ensure(pointer_bytes, "pinned allocation (peer pointers)");
+  } catch (...) {
+    release();
+    throw;
+  }
   bytes_ = bytes;
-  check_nccl(ncclCommWindowRegister(comm_, base_, bytes, &window_, NCCL_WIN_COLL_SYMMETRIC),
-             "ncclCommWindowRegister(symmetric workspace, NCCL_WIN_COLL_SYMMETRIC)", comm_);
+}
+
+void SymmetricWorkspace::register_window(rt::StreamHandle stream, const BoundedWait& wait) {
+  check_nccl(ncclCommWindowRegister(comm_, base_, bytes_, &window_, NCCL_WIN_DEFAULT),
+             "ncclCommWindowRegister(symmetric workspace)", comm_);
 
   // The peers' bases as this process sees them: asked of the device, since
   // the window's mapping table lives there.
-  cuda::check_cuda(cudaMalloc(&peer_sync_device_, sizeof(void*) * static_cast<std::size_t>(world_)),
-                   "cudaMalloc(peer pointers)");
-  cuda::check_cuda(
-      enqueue_peer_pointers(window_, world_, static_cast<void**>(peer_sync_device_), nullptr),
-      "peer pointer kernel launch");
-  std::vector<void*> bases(static_cast<std::size_t>(world_));
-  cuda::check_cuda(cudaMemcpy(bases.data(), peer_sync_device_, sizeof(void*) * bases.size(),
-                              cudaMemcpyDeviceToHost),
-                   "cudaMemcpy(peer pointers)");
+  auto* pointers = static_cast<void**>(peer_pointers_host_.get());
+  const std::size_t pointer_bytes = sizeof(void*) * static_cast<std::size_t>(world_);
+  gpu::check(enqueue_peer_pointers(window_, world_, static_cast<void**>(peer_pointers_.get()),
+                                   stream),
+             "peer pointer kernel launch");
+  gpu::check(rt::memcpy_async(pointers, peer_pointers_.get(), pointer_bytes,
+                              rt::Copy::device_to_host, stream),
+             "copy (peer pointers)");
+  // The sync area (whose peer pointers are the bases themselves) is zero on
+  // this rank before the all-reduce below, which no rank leaves before every
+  // rank has entered it: so no rank's first barrier writes into a peer's area
+  // before that peer zeroed it.
+  gpu::check(rt::memset_async(base_, 0, kSyncBytes, stream), "memset (sync area)");
+  void* scratch = static_cast<char*>(base_) + kSyncBytes;
+  check_nccl(ncclAllReduce(scratch, scratch, 1, ncclInt32, ncclSum, comm_, stream),
+             "ncclAllReduce(workspace setup barrier)", comm_);
+  gpu::check(rt::event_record(setup_done_.get(), stream), "event record (workspace setup)");
+  wait(setup_done_.get(), "the symmetric workspace's set-up (peer pointers, setup barrier)");
+
   // This rank's own entry may be a second mapping of its buffer (NCCL's flat
   // window view); local work uses base_ itself.
-  for (void* b : bases) peer_bases_.push_back(static_cast<char*>(b));
+  for (int p = 0; p < world_; ++p) peer_bases_.push_back(static_cast<char*>(pointers[p]));
   peer_bases_[static_cast<std::size_t>(rank_)] = static_cast<char*>(base_);
   for (std::size_t p = 0; p < peer_bases_.size(); ++p) {
     if (!peer_bases_[p]) {
-      release();
       throw Error(ErrorCode::backend, "symmetric workspace: NCCL gave no address for rank " +
                                           std::to_string(p) + "'s window");
     }
   }
-  // The peer sync-area pointers are the bases themselves (sync area first).
-  cuda::check_cuda(cudaMemset(base_, 0, kSyncBytes), "cudaMemset(sync area)");
-  cuda::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize(workspace setup)");
-
-  // Every rank's sync area is zero before any rank's first barrier writes
-  // into it: a host-synchronous all-reduce of nothing orders the two.
-  void* scratch = static_cast<char*>(base_) + kSyncBytes;
-  check_nccl(ncclAllReduce(scratch, scratch, 1, ncclInt32, ncclSum, comm_, nullptr),
-             "ncclAllReduce(workspace setup barrier)", comm_);
-  cuda::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize(workspace setup barrier)");
   ++generation_;
   core::log(core::LogLevel::info, rank_,
-            "symmetric workspace: " + std::to_string(bytes >> 20) + " MiB per rank (" +
-                std::to_string(gathered_bytes >> 20) + " MiB gathered A + sync area), " +
+            "symmetric workspace: " + std::to_string(bytes_ >> 20) + " MiB per rank (" +
+                std::to_string(gathered_capacity() >> 20) + " MiB gathered A + sync area), " +
                 std::to_string(world_) + " ranks");
 }
 

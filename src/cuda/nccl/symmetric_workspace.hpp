@@ -1,25 +1,35 @@
 // One rank's share of memory that every rank of the communicator can read
-// and write: ncclMemAlloc'd, registered as a symmetric NCCL window, with each
-// peer's share mapped into this process (ncclGetPeerPointer). Layout:
+// and write: ncclMemAlloc'd, registered as an NCCL window, with each peer's
+// share mapped into this process (ncclGetPeerPointer). Layout:
 //   [0, kSyncBytes)   sync area: one 32-bit word per rank (the barrier's)
 //   [kSyncBytes, ..)  gathered A: world_size chunks, chunk p = rank p's rows
 // A rank's own chunk is written locally; its peers pull it from here.
 //
-// Growing is collective (window registration is): every rank must call
-// ensure() with the same size in the same order, which holds because the
-// ranks agreed on the problem first. The size goes to the log.
+// Growing has a local half and a collective half, so that a rank whose
+// allocation fails can tell its peers before any of them enters NCCL's
+// registration (a collective with no timeout): allocate() on every rank, then
+// the ranks agree that every allocation succeeded, then register() on every
+// rank. The communicator (nccl_comm.cpp) runs that protocol.
 #pragma once
 
 #include <nccl.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "gpu/resources.hpp"
+#include "gpu/runtime.hpp"
 
 namespace asynctp::nccl {
 
 inline constexpr std::size_t kSyncBytes = 4096;  // NCCL_WIN_REQUIRED_ALIGNMENT
+
+// Waits, bounded, until `event` has completed; throws naming `what` (and
+// leaves the communicator aborted) when it does not.
+using BoundedWait = std::function<void(gpu::rt::EventHandle event, const std::string& what)>;
 
 class SymmetricWorkspace {
  public:
@@ -28,15 +38,25 @@ class SymmetricWorkspace {
   SymmetricWorkspace(const SymmetricWorkspace&) = delete;
   SymmetricWorkspace& operator=(const SymmetricWorkspace&) = delete;
 
-  // Collective. Makes the gathered region at least gathered_bytes (no-op
-  // when it is); the caller has no work in flight on the old memory. New
-  // memory starts with a zeroed sync area on every rank before any rank
-  // returns (a host-synchronous NCCL all-reduce orders it).
-  void ensure(std::size_t gathered_bytes);
+  // Whether the gathered region holds gathered_bytes already.
+  bool fits(std::size_t gathered_bytes) const noexcept {
+    return window_ && gathered_bytes <= gathered_capacity();
+  }
+
+  // Local: releases the old memory (no work of this rank may still use it)
+  // and allocates room for gathered_bytes. Throws Error(backend) on failure,
+  // leaving the workspace empty.
+  void allocate(std::size_t gathered_bytes);
+
+  // Collective, after every rank's allocate() succeeded: registers the window
+  // (NCCL_WIN_DEFAULT: the device API's load/store access is all this needs),
+  // maps the peers' memory and zeroes the sync area on every rank before any
+  // rank returns. Device waits go through `wait`, on `stream`.
+  void register_window(gpu::rt::StreamHandle stream, const BoundedWait& wait);
 
   // Deregisters and frees the memory (also done by the destructor); the
-  // communicator must still be alive.
-  void release() noexcept;
+  // communicator must still be alive, unless `communicator_gone`.
+  void release(bool communicator_gone = false) noexcept;
 
   std::size_t gathered_capacity() const noexcept;
   void* gathered() const noexcept;                     // this rank's gathered region
@@ -54,12 +74,14 @@ class SymmetricWorkspace {
   std::size_t bytes_ = 0;
   ncclWindow_t window_ = nullptr;
   std::vector<char*> peer_bases_;
-  void* peer_sync_device_ = nullptr;  // cudaMalloc'd array of world pointers
+  gpu::DeviceMemory peer_pointers_;  // world pointers, written by a kernel
+  gpu::PinnedMemory peer_pointers_host_;
+  gpu::Event setup_done_{"event create (workspace setup)"};
   int generation_ = 0;
 };
 
-// Whether this communicator supports symmetric windows whose peers are all
-// mapped here (one NVLink domain): "" when so, else why not. Collective
+// Whether this communicator supports windows whose peers are all mapped here
+// (one NVLink domain): "" when so, else why not. Collective
 // (ncclDevCommCreate).
 std::string peer_access_problem(ncclComm_t comm, int world);
 

@@ -1,0 +1,87 @@
+#include "call/collective.hpp"
+
+#include <exception>
+#include <string>
+
+#include "asynctp/error.hpp"
+#include "asynctp/trace.hpp"
+#include "core/config.hpp"
+
+namespace asynctp::call {
+namespace {
+
+RunInfo to_run_info(const core::Plan& plan) {
+  return {plan.algorithm, plan.tile_m, plan.tile_n, plan.reason};
+}
+
+void trace_call(const Transport& transport, const OpCall& call, const CheckedCall& checked,
+                const Options& options, std::uint32_t epoch_value, double begin_us) {
+  if (!options.trace) return;
+  const std::string algorithm = to_string(checked.plan.algorithm);
+  const std::string epoch = "\"epoch\": " + std::to_string(epoch_value);
+  if (transport.synchronous()) {
+    options.trace->add_span(transport.rank(), "rank", "call",
+                            std::string(core::op_name(call.op)) + " (" + algorithm + ")", begin_us,
+                            options.trace->now_us(), epoch);
+  } else {
+    // Host side only: the device work runs after the call returns.
+    options.trace->add_span(transport.rank(), "host enqueue", "call",
+                            "check, agree and enqueue (" + algorithm + ")", begin_us,
+                            options.trace->now_us(), epoch);
+  }
+}
+
+}  // namespace
+
+RunInfo run_collective(Transport& transport, const OpCall& call, const Options& options) {
+  transport.check_usable();
+  const double begin_us = options.trace ? options.trace->now_us() : 0;
+
+  // 1. Check locally. The outcome is published even when it failed, so that
+  //    every rank learns of the failure and none waits for a rank that gave up.
+  core::CallRecord mine;
+  mine.world_size = transport.world_size();
+  std::exception_ptr local_error;
+  CheckedCall checked;
+  try {
+    checked = transport.check(call, options);
+    mine.problem = checked.problem;
+    mine.plan = checked.plan;
+    mine.shard = call.a;
+    mine.ok = true;
+  } catch (const Error& e) {
+    local_error = std::current_exception();
+    mine.error = e.what();
+  }
+  const std::int64_t timeout_ms =
+      mine.ok ? checked.resolved.wait_timeout_ms : core::kDefaultWaitTimeoutMs;
+
+  // 2. Agree: every rank reads the same records and reaches the same verdict.
+  transport.agree(mine, local_error, checked, call, options, timeout_ms);
+  if (local_error) std::rethrow_exception(local_error);
+
+  // 3. Run or enqueue the op's schedule on this transport.
+  const std::uint32_t epoch = transport.execute(call, checked, options);
+  trace_call(transport, call, checked, options, epoch, begin_us);
+  return to_run_info(checked.plan);
+}
+
+RunInfo plan_collective(const Transport& transport, const OpCall& call, const Options& options) {
+  return to_run_info(transport.check(call, options).plan);
+}
+
+Transport& transport_of(Comm& comm) {
+  auto* transport = dynamic_cast<Transport*>(&comm);
+  if (!transport) {
+    throw Error(ErrorCode::invalid_argument,
+                "comm: was not made by asynctp (use a group or communicator factory of "
+                "asynctp/cpu.hpp, loopback.hpp or nccl.hpp)");
+  }
+  return *transport;
+}
+
+const Transport& transport_of(const Comm& comm) {
+  return transport_of(const_cast<Comm&>(comm));
+}
+
+}  // namespace asynctp::call

@@ -1,0 +1,24 @@
+// The one collective-call pipeline every op and every transport share:
+//   check locally -> ranks agree -> (plan agreed) -> execute or enqueue
+// and, for GPU transports, asynctp::synchronize later. Written once here.
+#pragma once
+
+#include "asynctp/options.hpp"
+#include "call/op_call.hpp"
+#include "call/transport.hpp"
+
+namespace asynctp::call {
+
+// Collective: every rank of the transport's group calls it with agreeing
+// arguments. Throws Error; on invalid arguments nothing is written.
+RunInfo run_collective(Transport& transport, const OpCall& call, const Options& options);
+
+// The local check and plan alone: no communication, nothing written.
+RunInfo plan_collective(const Transport& transport, const OpCall& call, const Options& options);
+
+// The Transport behind a Comm; throws Error(invalid_argument) naming `comm`
+// when the communicator was not made by this library.
+Transport& transport_of(Comm& comm);
+const Transport& transport_of(const Comm& comm);
+
+}  // namespace asynctp::call

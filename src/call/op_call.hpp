@@ -1,0 +1,20 @@
+// One collective call's arguments, for any op. The call flow (collective.hpp)
+// and every transport see a call through this, so that a new op adds fields
+// here and a schedule per transport, never a communicator or a call flow.
+#pragma once
+
+#include "asynctp/tensor.hpp"
+#include "core/problem.hpp"
+
+namespace asynctp::call {
+
+struct OpCall {
+  core::OpKind op = core::OpKind::all_gather_matmul;
+  // all-gather + matmul: a = this rank's A shard (m x k), out = C ((W*m) x n)
+  TensorView a;
+  TensorView b;
+  TensorView out;
+  const TensorView* a_gathered_out = nullptr;  // all-gather + matmul only
+};
+
+}  // namespace asynctp::call

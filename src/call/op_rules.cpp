@@ -1,0 +1,24 @@
+#include "call/op_rules.hpp"
+
+#include "core/validate.hpp"
+
+namespace asynctp::call {
+
+core::ProblemDesc validate_op(const OpCall& call, int world_size, int rank,
+                              DeviceKind device_kind) {
+  switch (call.op) {
+    case core::OpKind::all_gather_matmul:
+      break;
+  }
+  return core::validate_fused_all_gather_matmul(world_size, rank, device_kind, call.a, call.b,
+                                                call.out, call.a_gathered_out);
+}
+
+std::vector<std::pair<const char*, TensorView>> named_tensors(const OpCall& call) {
+  std::vector<std::pair<const char*, TensorView>> out = {
+      {"a_shard", call.a}, {"b", call.b}, {"c_out", call.out}};
+  if (call.a_gathered_out) out.emplace_back("a_gathered_out", *call.a_gathered_out);
+  return out;
+}
+
+}  // namespace asynctp::call

@@ -1,0 +1,55 @@
+// A transport: what one kind of communicator brings to the one call flow
+// (collective.hpp). It knows how its ranks agree on a call, how a peer's
+// bytes reach a rank and what signals them, and where the workspace lives;
+// the ops' rules, plans and schedules are not its business beyond running
+// the schedule an agreed call names.
+//
+// The library's communicators (cpu threads, loopback ranks on one GPU, NCCL
+// ranks on many) derive from it; users see them as asynctp::Comm.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+
+#include "asynctp/comm.hpp"
+#include "asynctp/options.hpp"
+#include "call/checked_call.hpp"
+#include "call/op_call.hpp"
+#include "core/agreement.hpp"
+
+namespace asynctp::call {
+
+class Transport : public Comm {
+ public:
+  // Throws when this communicator can no longer be used (an earlier failure
+  // left its ranks out of step). Checked before anything else.
+  virtual void check_usable() const {}
+
+  // The local check: the op's rules, this transport's own (device residency,
+  // capture, peer access), and the plan. Local: no communication, nothing
+  // written. Throws Error naming the argument and the rule.
+  virtual CheckedCall check(const OpCall& call, const Options& options) const = 0;
+
+  // Publishes this rank's record (`mine.ok` false with `mine.error` when the
+  // local check failed) and reads every rank's, bounded by `timeout_ms`. On
+  // any disagreement or failed record every rank throws: its own
+  // `local_error` first, else Error(mismatch) naming the disagreement.
+  // `checked` is valid only when mine.ok. Local work that must precede the
+  // publication (e.g. recording that the shard is ready) may fail: it then
+  // sets `local_error` and publishes the record as failed, so that the peers
+  // learn of it instead of waiting.
+  virtual void agree(core::CallRecord& mine, std::exception_ptr& local_error,
+                     const CheckedCall& checked, const OpCall& call, const Options& options,
+                     std::int64_t timeout_ms) = 0;
+
+  // Runs (cpu) or enqueues (gpu) the agreed call's schedule; returns the
+  // call's epoch (its signals' value), for the trace.
+  virtual std::uint32_t execute(const OpCall& call, const CheckedCall& checked,
+                                const Options& options) = 0;
+
+  // Whether execute() has finished the work when it returns (cpu) rather
+  // than enqueued it on a stream (gpu): the trace names the span after it.
+  virtual bool synchronous() const noexcept = 0;
+};
+
+}  // namespace asynctp::call
