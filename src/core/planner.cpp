@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "asynctp/error.hpp"
 #include "core/validate.hpp"
@@ -13,7 +14,139 @@ constexpr std::int64_t kNativeDimMultiple = 8;  // 16-byte rows of bf16 for TMA
 
 std::string num(std::int64_t v) { return std::to_string(v); }
 
+// The finest-grained config: its granularity is the rule the planner states
+// when no config fits.
+const NativeConfig* finest(const std::vector<NativeConfig>& configs) {
+  const NativeConfig* best = nullptr;
+  for (const NativeConfig& c : configs) {
+    if (!best || c.m_granularity < best->m_granularity) best = &c;
+  }
+  return best;
+}
+
+// Predicted throughput of a config, relative: the share of its waves' tile
+// slots the problem fills, times its measured per-tile efficiency. One
+// partial wave is measured against the processors, not the grid: a problem
+// of fewer tiles than processors gets a grid of one CTA per tile, and the
+// processors left idle are lost all the same (so of two one-wave configs,
+// the one with more tiles wins). Ties go to the earlier config.
+double predicted_score(const NativeConfig& c, const ProblemDesc& p, int processors) {
+  const double m = double(p.gathered_rows());
+  const std::int64_t tiles = (p.gathered_rows() / c.tile_m) * ((p.n + c.tile_n - 1) / c.tile_n);
+  const std::int64_t waves = (tiles + c.grid - 1) / c.grid;
+  const int slots = waves == 1 ? std::max(c.grid, processors) : c.grid;
+  const double wave_eff =
+      m * double(p.n) / (double(waves) * slots * double(c.tile_m) * double(c.tile_n));
+  return wave_eff * c.efficiency;
+}
+
+// Why overlapping would not pay with `c`: its output tiles would leave more
+// than a quarter of the processors idle, or "".
+std::string underfilled_reason(const NativeConfig& c, const ProblemDesc& p, int processors) {
+  const std::int64_t tiles = (p.gathered_rows() / c.tile_m) * ((p.n + c.tile_n - 1) / c.tile_n);
+  if (processors <= 0 || double(tiles) >= kMinNativeSmFill * processors) return "";
+  return "the native kernel's " + num(tiles) + " output tiles of " + num(c.tile_m) + "x" +
+         num(c.tile_n) + " would keep " + num(tiles) + " of the " + num(processors) +
+         " SMs busy, under " + num(int(kMinNativeSmFill * 100)) +
+         " %, and per-chunk GEMMs fewer still";
+}
+
+Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOptions& options);
+
+Plan made(Algorithm algorithm, std::int64_t tile_m, std::int64_t tile_n, std::string reason) {
+  Plan plan;
+  plan.algorithm = algorithm;
+  plan.tile_m = tile_m;
+  plan.tile_n = tile_n;
+  plan.reason = std::move(reason);
+  return plan;
+}
+
+struct Derived {
+  BackendCaps caps;
+  const NativeConfig* config = nullptr;  // the native config planned with
+};
+
+// Turns the reported facts into the capabilities plan() decides from: the
+// transport's peer access, the hardware queues, the native config (chosen
+// here) and whether its tiles would fill the processors.
+Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
+               const ResolvedOptions& options) {
+  Derived d{facts};
+  BackendCaps& caps = d.caps;
+  if (!facts.no_peer_access.empty()) {
+    caps.native_supported = false;
+    caps.native_unsupported_reason = facts.no_peer_access;
+    caps.no_overlap_reason = facts.no_peer_access;
+  }
+  if (facts.single_hardware_queue && caps.no_overlap_reason.empty()) {
+    caps.no_overlap_reason =
+        "CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream in one hardware queue, so the copies "
+        "run before or after the GEMM, never beside it";
+  }
+  if (!caps.native_supported || facts.native_configs.empty()) return d;
+
+  const std::vector<NativeConfig>& configs = facts.native_configs;
+  const NativeConfig* config = nullptr;
+  if (options.tile_m || options.tile_n) {
+    for (const NativeConfig& c : configs) {
+      if (options.tile_m && c.m_granularity != *options.tile_m) continue;
+      if (options.tile_n && c.tile_n != *options.tile_n) continue;
+      config = &c;
+      break;
+    }
+    if (!config) {
+      std::string offered;
+      for (const NativeConfig& c : configs) {
+        offered += (offered.empty() ? "" : ", ") + num(c.m_granularity) + "x" + num(c.tile_n);
+      }
+      caps.native_supported = false;
+      caps.native_unsupported_reason =
+          "no native kernel config has tile M (granularity) x N = " +
+          (options.tile_m ? num(*options.tile_m) : "any") + "x" +
+          (options.tile_n ? num(*options.tile_n) : "any") + "; built: " + offered;
+      return d;
+    }
+  } else {
+    config = choose_native_config(problem, configs, facts.sm_count);
+  }
+  const NativeConfig* rule = config ? config : finest(configs);
+  caps.default_tile_m = rule->m_granularity;
+  caps.default_tile_n = rule->tile_n;
+  if (config && problem.dtype == DType::bf16) {
+    if (config->refusal.empty()) {
+      d.config = config;
+      if (caps.overlap_unprofitable_reason.empty()) {
+        caps.overlap_unprofitable_reason = underfilled_reason(*config, problem, facts.sm_count);
+      }
+    } else if (problem.m % config->m_granularity == 0 && problem.n % 8 == 0 &&
+               problem.k % 8 == 0) {
+      // The planner's own rules pass but the kernel still refuses: say so.
+      caps.native_supported = false;
+      caps.native_unsupported_reason = config->refusal;
+    }
+  }
+  return d;
+}
+
 }  // namespace
+
+const NativeConfig* choose_native_config(const ProblemDesc& problem,
+                                         const std::vector<NativeConfig>& configs,
+                                         int processors) {
+  const NativeConfig* best = nullptr;
+  double best_score = 0;
+  for (const NativeConfig& c : configs) {
+    if (!c.refusal.empty() || c.grid <= 0) continue;
+    if (c.max_m > 0 && problem.gathered_rows() > c.max_m) continue;
+    const double score = predicted_score(c, problem, processors);
+    if (!best || score > best_score + 1e-9) {
+      best = &c;
+      best_score = score;
+    }
+  }
+  return best;
+}
 
 std::optional<std::string> native_blocker(const ProblemDesc& problem, const BackendCaps& caps,
                                           std::int64_t tile_m, std::int64_t tile_n) {
@@ -43,7 +176,26 @@ std::optional<std::string> native_blocker(const ProblemDesc& problem, const Back
   return std::nullopt;
 }
 
-Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOptions& options) {
+Plan plan(const ProblemDesc& problem, const BackendCaps& facts, const ResolvedOptions& options) {
+  const Derived derived = derive(problem, facts, options);
+  Plan result = decide(problem, derived.caps, options);
+  if (result.algorithm == Algorithm::native && derived.config) {
+    result.native_config = derived.config->name;
+  }
+  if (result.algorithm == Algorithm::pipelined && !facts.no_peer_access.empty()) {
+    throw Error(ErrorCode::invalid_argument,
+                "options.algorithm: pipelined needs this rank to pull its peers' shards, but " +
+                    facts.no_peer_access + "; use auto or decomposed");
+  }
+  return result;
+}
+
+namespace {
+
+// The algorithm from the derived capabilities: forced, or the first that
+// holds of no library GEMM, nothing can overlap, one rank, overlap does not
+// pay, native fits, pipelined's chunk size, else pipelined.
+Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOptions& options) {
   const std::int64_t tile_m = options.tile_m.value_or(caps.default_tile_m);
   const std::int64_t tile_n = options.tile_n.value_or(caps.default_tile_n);
   const auto blocker = native_blocker(problem, caps, tile_m, tile_n);
@@ -62,13 +214,13 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
         throw Error(ErrorCode::unsupported, "algorithm native was forced but cannot run: " +
                                                 *blocker + "; use auto, pipelined or decomposed");
       }
-      result = {Algorithm::native, tile_m, tile_n, "forced by options or ASYNCTP_ALGO"};
+      result = made(Algorithm::native, tile_m, tile_n, "forced by options or ASYNCTP_ALGO");
       return result;
     case Algorithm::pipelined:
-      result = {Algorithm::pipelined, 0, 0, "forced by options or ASYNCTP_ALGO"};
+      result = made(Algorithm::pipelined, 0, 0, "forced by options or ASYNCTP_ALGO");
       return result;
     case Algorithm::decomposed:
-      result = {Algorithm::decomposed, 0, 0, "forced by options or ASYNCTP_ALGO"};
+      result = made(Algorithm::decomposed, 0, 0, "forced by options or ASYNCTP_ALGO");
       return result;
     case Algorithm::automatic:
       break;
@@ -80,54 +232,56 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
                   "no algorithm can run this problem here: native unavailable (" + *blocker +
                       ") and pipelined and decomposed unavailable (" + no_library + ")");
     }
-    result = {Algorithm::native, tile_m, tile_n,
+    result = made(Algorithm::native, tile_m, tile_n,
               "the only path this build has (pipelined and decomposed: " + no_library +
                   "); bf16, m per rank " + num(problem.m) + " is a multiple of tile M " +
-                  num(tile_m)};
+                  num(tile_m));
     return result;
   }
 
   if (!caps.no_overlap_reason.empty()) {
-    result = {Algorithm::decomposed, 0, 0,
+    result = made(Algorithm::decomposed, 0, 0,
               "nothing can overlap here (" + caps.no_overlap_reason +
                   "); native and pipelined "
-                  "would only add work"};
+                  "would only add work");
     return result;
   }
   if (!blocker && problem.world_size == 1) {
     // Native would add its local copy and signals to the same GEMM.
-    result = {Algorithm::decomposed, 0, 0,
+    result = made(Algorithm::decomposed, 0, 0,
               "one rank has nothing to overlap (native could run, but would only add its local "
-              "copy and signals to the same GEMM)"};
+              "copy and signals to the same GEMM)");
     return result;
   }
   if (!caps.overlap_unprofitable_reason.empty()) {
-    result = {Algorithm::decomposed, 0, 0,
+    result = made(Algorithm::decomposed, 0, 0,
               "overlap does not pay here (" + caps.overlap_unprofitable_reason +
-                  "); one GEMM after the gather is faster"};
+                  "); one GEMM after the gather is faster");
     return result;
   }
   if (!blocker) {
-    result = {Algorithm::native, tile_m, tile_n,
+    result = made(Algorithm::native, tile_m, tile_n,
               "bf16, m per rank " + num(problem.m) + " is a multiple of tile M " + num(tile_m) +
-                  ", n and k are multiples of 8, within 32-bit limits"};
+                  ", n and k are multiples of 8, within 32-bit limits");
     return result;
   }
   if (problem.world_size == 1) {
-    result = {Algorithm::decomposed, 0, 0,
-              "native unavailable (" + *blocker + "); one rank has nothing to overlap"};
+    result = made(Algorithm::decomposed, 0, 0,
+              "native unavailable (" + *blocker + "); one rank has nothing to overlap");
     return result;
   }
   if (problem.m < caps.min_pipelined_chunk_rows) {
-    result = {Algorithm::decomposed, 0, 0,
+    result = made(Algorithm::decomposed, 0, 0,
               "native unavailable (" + *blocker + "); chunks of " + num(problem.m) +
                   " rows are below " + num(caps.min_pipelined_chunk_rows) +
-                  ", too small for per-chunk GEMMs"};
+                  ", too small for per-chunk GEMMs");
     return result;
   }
-  result = {Algorithm::pipelined, 0, 0,
-            "native unavailable (" + *blocker + "); per-chunk GEMMs overlap the copies"};
+  result = made(Algorithm::pipelined, 0, 0,
+            "native unavailable (" + *blocker + "); per-chunk GEMMs overlap the copies");
   return result;
 }
+
+}  // namespace
 
 }  // namespace asynctp::core

@@ -1,17 +1,36 @@
-// The planner: a pure function (problem, backend capabilities, options) ->
-// (algorithm, tile config, reason). It picks native only where the backend
-// supports it and the problem fits its tile granularity, and always says why.
+// The planner: a pure function (problem, facts, options) -> (algorithm,
+// native kernel config, reason). Backends and transports report facts as data
+// (what they have, what their device is, what their link allows); every
+// decision made from those facts is made here, and always says why.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "asynctp/options.hpp"
 #include "core/config.hpp"
 #include "core/problem.hpp"
 
 namespace asynctp::core {
+
+// One native kernel config a backend can launch, with what it measured of it
+// and what it knows of the problem at hand.
+struct NativeConfig {
+  std::string name;
+  std::int64_t m_granularity = 0;  // a chunk's rows must be a multiple (tile M x cluster M)
+  std::int64_t tile_m = 0;         // rows of one output tile
+  std::int64_t tile_n = 0;
+  // Per-tile throughput relative to the backend's best config, measured on
+  // its device (the CUDA table: bench/NOTES.md).
+  double efficiency = 1.0;
+  std::int64_t max_m = 0;  // auto offers it up to this gathered M only (0: any)
+  // For the problem being planned: why the kernel refuses it ("" when it
+  // accepts) and the persistent CTAs it would launch.
+  std::string refusal;
+  int grid = 0;
+};
 
 struct BackendCaps {
   std::string name;  // e.g. "cpu", "cuda sm_90a"
@@ -35,7 +54,29 @@ struct BackendCaps {
   // hipBLAS): pipelined and decomposed cannot run; auto then needs native,
   // and forcing either of the others is an error that says why.
   std::string library_gemm_unavailable_reason;
+
+  // Facts the planner derives decisions from.
+  // The native kernel's configs (empty: any tile, default_tile_m/_n, as on
+  // the CPU). With configs, the planner picks one: the tile options' match,
+  // else the least predicted time (wave efficiency x per-tile efficiency).
+  std::vector<NativeConfig> native_configs;
+  // Processors the native grid spreads over (0: no fill rule): below
+  // kMinNativeSmFill of them busy with output tiles, auto does not overlap.
+  int sm_count = 0;
+  // Every stream of the process shares one hardware queue (CUDA's
+  // CUDA_DEVICE_MAX_CONNECTIONS=1): copies cannot run beside the GEMM.
+  bool single_hardware_queue = false;
+  // The transport's: why this rank cannot pull its peers' shards ("" when
+  // it can). Then neither native nor pipelined can run.
+  std::string no_peer_access;
 };
+
+// Below this share of the SMs busy with output tiles, auto does not overlap.
+// W = 8 and 4 loopback runs on the H200 (bench/results/2026-12-04-session6-
+// h200.md): at 61 % (80 tiles of 128x256 on 132 SMs) and 48 %, native lost
+// to decomposed by up to 22 % and pipelined did no better; at 97 % (128
+// tiles of 256x160) and from one full wave up, native won.
+inline constexpr double kMinNativeSmFill = 0.75;
 
 // The native kernel a backend runs a problem with.
 struct NativeKernel {
@@ -47,10 +88,18 @@ struct NativeKernel {
 
 struct Plan {
   Algorithm algorithm = Algorithm::decomposed;
-  std::int64_t tile_m = 0;  // native only; 0 otherwise
+  std::int64_t tile_m = 0;  // native only; 0 otherwise (the config's m granularity)
   std::int64_t tile_n = 0;
   std::string reason;
+  std::string native_config;  // native only, where the backend has configs
 };
+
+// The config auto runs `problem` with: of those that accept it, the one of
+// least predicted time (wave efficiency over `processors` x measured per-tile
+// efficiency); nullptr when none accepts it.
+const NativeConfig* choose_native_config(const ProblemDesc& problem,
+                                         const std::vector<NativeConfig>& configs,
+                                         int processors);
 
 // Why native cannot run this problem, or nullopt when it can.
 std::optional<std::string> native_blocker(const ProblemDesc& problem, const BackendCaps& caps,

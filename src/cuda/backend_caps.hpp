@@ -1,6 +1,4 @@
-// What the CUDA backend can run for one problem: the planner's capabilities
-// (native only on sm_90 with a kernel config whose tile granularity divides
-// the chunk) and the native kernel config that goes with them.
+// What the CUDA backend reports to the planner for one problem.
 #pragma once
 
 #include <string>
@@ -24,16 +22,9 @@ struct DeviceInfo {
 // Queries the current device. Throws Error(backend) when it cannot.
 DeviceInfo query_device(int ordinal);
 
-struct CudaCapsChoice {
-  core::BackendCaps caps;
-  // The native config planned with (tile M = its m granularity); nullptr
-  // when native cannot run (caps then say why through the planner).
-  const native::NativeGemmConfig* config = nullptr;
-};
-
-// The device must be current. Options' tile_m / tile_n pick the config with
-// that m granularity / tile N; otherwise the measured chooser picks.
-CudaCapsChoice cuda_caps(const DeviceInfo& device, const core::ProblemDesc& problem,
-                         const core::ResolvedOptions& options);
+// The planner's facts for `problem` on `device` (the device must be
+// current): sm_90 or not, its SMs, its hardware queues, and the native
+// kernel's configs with what each makes of the problem. core::plan decides.
+core::BackendCaps cuda_caps(const DeviceInfo& device, const core::ProblemDesc& problem);
 
 }  // namespace asynctp::cuda

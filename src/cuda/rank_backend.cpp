@@ -37,11 +37,9 @@ CudaRankBackend::CudaRankBackend(int device) : info_(query_device(device)) {}
 
 gpu::BackendChoice CudaRankBackend::choose(const core::ProblemDesc& problem,
                                            const core::ResolvedOptions& options) const {
-  const CudaCapsChoice choice = cuda_caps(info_, problem, options);
+  (void)options;  // the tile options choose among the configs in core::plan
   gpu::BackendChoice out;
-  out.caps = choice.caps;
-  if (choice.config)
-    out.kernel = gpu::NativeKernel{choice.config->name, choice.config->m_granularity};
+  out.caps = cuda_caps(info_, problem);
   return out;
 }
 

@@ -58,17 +58,16 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
   }
 
   BackendChoice choice = backend.choose(out.problem, out.resolved);
-  if (!site.no_peer_access.empty()) {
-    choice.caps.native_supported = false;
-    choice.caps.native_unsupported_reason = site.no_peer_access;
-    choice.caps.no_overlap_reason = site.no_peer_access;
-  }
+  choice.caps.no_peer_access = site.no_peer_access;
   out.plan = core::plan(out.problem, choice.caps, out.resolved);
   if (out.plan.algorithm == Algorithm::native) {
-    if (!choice.kernel) {
+    if (!out.plan.native_config.empty()) {
+      out.kernel = NativeKernel{out.plan.native_config, out.plan.tile_m};
+    } else if (choice.kernel) {
+      out.kernel = choice.kernel;
+    } else {
       throw Error(ErrorCode::unsupported, "native: no kernel config can run this problem");
     }
-    out.kernel = choice.kernel;
   }
   const std::size_t chunk_bytes =
       static_cast<std::size_t>(out.problem.m * out.problem.k) * element_size(out.problem.dtype);

@@ -26,7 +26,10 @@ using core::NativeKernel;
 
 struct BackendChoice {
   core::BackendCaps caps;
-  std::optional<NativeKernel> kernel;  // set when native can run the problem
+  // Backends with one native kernel (HIP) name it here when it can run the
+  // problem; backends with several configs report them in caps and the
+  // planner picks one (core::plan).
+  std::optional<NativeKernel> kernel;
 };
 
 class RankBackend {

@@ -76,7 +76,7 @@ TEST(Agreement, EachFieldIsNamed) {
       {"ranks disagree on a_shard columns (k): rank 0 has 48, rank 2 has 40", [](CallRecord& r) { r.problem.k = 40; }},
       {"ranks disagree on dtype: rank 0 has bf16, rank 2 has fp32", [](CallRecord& r) { r.problem.dtype = DType::fp32; }},
       {"ranks disagree on the algorithm: rank 0 has native (tile 32x256), rank 2 has pipelined (tile 0x0)",
-       [](CallRecord& r) { r.plan = {Algorithm::pipelined, 0, 0, ""}; }},
+       [](CallRecord& r) { r.plan = {Algorithm::pipelined, 0, 0, "", ""}; }},
       {"ranks disagree on the algorithm: rank 0 has native (tile 32x256), rank 2 has native (tile 64x256)",
        [](CallRecord& r) { r.plan.tile_m = 64; }},
       {"ranks disagree on the algorithm: rank 0 has native (tile 32x256), rank 2 has native (tile 32x128)",

@@ -277,5 +277,95 @@ TEST(Planner, WithoutALibraryGemmOnlyNativeRuns) {
             plan(problem(4, 512, 1024, 1024), c, forced(Algorithm::native)).algorithm);
 }
 
+// The facts a GPU backend reports (its native configs, SMs, hardware
+// queues) and a transport's peer access: every decision from them is made
+// by core::plan.
+NativeConfig config(const char* name, std::int64_t gran, std::int64_t tile_m,
+                    std::int64_t tile_n, double efficiency, int grid) {
+  NativeConfig c;
+  c.name = name;
+  c.m_granularity = gran;
+  c.tile_m = tile_m;
+  c.tile_n = tile_n;
+  c.efficiency = efficiency;
+  c.grid = grid;
+  return c;
+}
+
+BackendCaps gpu_facts() {
+  BackendCaps c = caps();
+  c.sm_count = 132;
+  c.native_configs = {config("coop_256x160", 512, 256, 160, 1.00, 132),
+                      config("coop_128x256", 256, 128, 256, 1.00, 132),
+                      config("pp_128x128", 256, 128, 128, 0.95, 132)};
+  return c;
+}
+
+TEST(PlannerFacts, ChoosesTheConfigOfLeastPredictedTimeAndNamesIt) {
+  // N 7168 = 28 tiles of 256 or 44.8 of 160: at M 8 x 1024, the 256x160
+  // config fills whole waves better.
+  const Plan wide = plan(problem(8, 1024, 7168, 4096), gpu_facts(), {});
+  EXPECT_EQ(Algorithm::native, wide.algorithm);
+  EXPECT_EQ("coop_256x160", wide.native_config);
+  EXPECT_EQ(512, wide.tile_m);
+  // m per rank 256 cannot take the 512-row config: the next best accepts it.
+  const Plan narrow = plan(problem(8, 256, 8192, 4096), gpu_facts(), {});
+  EXPECT_EQ(Algorithm::native, narrow.algorithm);
+  EXPECT_EQ(256, narrow.tile_m);
+  EXPECT_NE("coop_256x160", narrow.native_config);
+  // A config the kernel refuses is never chosen, whatever its score.
+  BackendCaps refused = gpu_facts();
+  refused.native_configs[0].refusal = "not built for column-major B";
+  EXPECT_NE("coop_256x160", plan(problem(8, 1024, 7168, 4096), refused, {}).native_config);
+}
+
+TEST(PlannerFacts, TileOptionsPickAConfigOrSayWhatWasBuilt) {
+  ResolvedOptions o;
+  o.tile_m = 256;
+  o.tile_n = 128;
+  const Plan p = plan(problem(8, 1024, 8192, 4096), gpu_facts(), o);
+  EXPECT_EQ("pp_128x128", p.native_config);
+  o.tile_n = 96;
+  const Plan none = plan(problem(8, 1024, 8192, 4096), gpu_facts(), o);
+  EXPECT_NE(Algorithm::native, none.algorithm);
+  EXPECT_TRUE(contains(none.reason, "no native kernel config has tile")) << none.reason;
+  EXPECT_TRUE(contains(none.reason, "512x160")) << none.reason;
+}
+
+TEST(PlannerFacts, TooFewTilesForTheProcessorsMeansNoOverlap) {
+  // M 2048 x N 1280: 80 tiles of 128x256 (or 40 of 256x160) for 132 SMs.
+  const Plan p = plan(problem(8, 256, 1280, 8192), gpu_facts(), {});
+  EXPECT_EQ(Algorithm::decomposed, p.algorithm);
+  EXPECT_TRUE(contains(p.reason, "SMs busy")) << p.reason;
+  EXPECT_EQ(Algorithm::native,
+            plan(problem(8, 256, 1280, 8192), gpu_facts(), forced(Algorithm::native)).algorithm);
+  // A full wave overlaps.
+  EXPECT_EQ(Algorithm::native, plan(problem(8, 1024, 1280, 8192), gpu_facts(), {}).algorithm);
+}
+
+TEST(PlannerFacts, OneHardwareQueueMeansDecomposed) {
+  BackendCaps c = gpu_facts();
+  c.single_hardware_queue = true;
+  const Plan p = plan(problem(8, 1024, 8192, 4096), c, {});
+  EXPECT_EQ(Algorithm::decomposed, p.algorithm);
+  EXPECT_TRUE(contains(p.reason, "CUDA_DEVICE_MAX_CONNECTIONS=1")) << p.reason;
+}
+
+TEST(PlannerFacts, NoPeerAccessRulesOutNativeAndPipelined) {
+  BackendCaps c = gpu_facts();
+  c.no_peer_access = "ranks 4..7 are on another node";
+  const Plan p = plan(problem(8, 1024, 8192, 4096), c, {});
+  EXPECT_EQ(Algorithm::decomposed, p.algorithm);
+  EXPECT_TRUE(contains(p.reason, "another node")) << p.reason;
+  for (Algorithm a : {Algorithm::native, Algorithm::pipelined}) {
+    try {
+      (void)plan(problem(8, 1024, 8192, 4096), c, forced(a));
+      ADD_FAILURE() << to_string(a) << " planned without peer access";
+    } catch (const Error& e) {
+      EXPECT_TRUE(contains(e.what(), "another node")) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace asynctp::core

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "config_facts.hpp"
 #include "core/kernel_error_words.hpp"
 #include "instances.hpp"
 
@@ -42,8 +43,8 @@ const InstanceInfo* find_instance(const NativeGemmConfig& c, bool b_col_major) {
 
 // The configs offered to the planner: a kernel shape and a tile-order
 // swizzle. `efficiency` is the per-tile efficiency relative to cooperative
-// 128x256, measured on the H200; choose_native_gemm_config multiplies it with
-// the wave efficiency, and ties go to the earlier entry.
+// 128x256, measured on the H200; the planner (core::choose_native_config)
+// multiplies it with the wave efficiency, and ties go to the earlier entry.
 // `max_m` (0: any) limits where the chooser offers a config (total M =
 // world_size * m_per_chunk); it can still be launched by name anywhere.
 //   coop 256x160 2x1: N = 1280/7168-like shapes (8 tiles of 160), m gran. 512;
@@ -65,15 +66,6 @@ constexpr ConfigSpec kConfigSpecs[] = {
     {KernelSchedule::kPingpong, 128, 128, 64, 2, 1, 1, 0.95, 0},
     {KernelSchedule::kPingpong, 128, 128, 64, 1, 2, 4, 0.92, 0},
 };
-
-const ConfigSpec* find_spec(const NativeGemmConfig& c) {
-  for (const ConfigSpec& s : kConfigSpecs) {
-    if (s.schedule == c.schedule && s.tile_m == c.tile_m && s.tile_n == c.tile_n &&
-        s.tile_k == c.tile_k && s.cluster_m == c.cluster_m && s.cluster_n == c.cluster_n)
-      return &s;
-  }
-  return nullptr;
-}
 
 std::string config_name(const ConfigSpec& s) {
   char buf[96];
@@ -130,6 +122,8 @@ const std::vector<NativeGemmConfig>& native_gemm_configs() {
       c.swizzle = s.swizzle;
       c.has_b_row_major = find_instance(c, false) != nullptr;
       c.has_b_col_major = find_instance(c, true) != nullptr;
+      c.efficiency = s.efficiency;
+      c.max_m = s.max_m;
       if (!c.has_b_row_major && !c.has_b_col_major) continue;  // not built
       names.push_back(config_name(s));
       c.name = names.back().c_str();
@@ -208,32 +202,34 @@ cudaError_t launch(const NativeGemmConfig& c, const NativeGemmArgs& a, void* wor
   return inst->launch(a, clamp_group(c, a), sm_limit(a), workspace, stream);
 }
 
-const NativeGemmConfig* choose_native_gemm_config(const NativeGemmArgs& a) {
-  const NativeGemmConfig* best = nullptr;
-  double best_score = 0;
+std::vector<core::NativeConfig> native_config_facts(const NativeGemmArgs& a) {
+  std::vector<core::NativeConfig> out;
   for (const NativeGemmConfig& c : native_gemm_configs()) {
-    if (!can_implement(c, a, nullptr)) continue;
-    const int64_t m = int64_t(a.world_size) * a.m_per_chunk;
-    const ConfigSpec* spec = find_spec(c);
-    if (spec && spec->max_m > 0 && m > spec->max_m) continue;
-    const int grid = grid_size(c, a);
-    if (grid <= 0) continue;
-    const int64_t tiles = (m / c.tile_m) * ((a.n + c.tile_n - 1) / c.tile_n);
-    const int64_t waves = (tiles + grid - 1) / grid;
-    // One partial wave is measured against the SMs the kernel may use, not
-    // its grid: a problem of fewer tiles than SMs gets a grid of one CTA per
-    // tile, and the SMs left idle are lost all the same (so of two one-wave
-    // configs, the one with more tiles wins).
-    const int slots = waves == 1 ? std::max(grid, sm_limit(a)) : grid;
-    const double wave_eff =
-        double(m) * double(a.n) / (double(waves) * slots * double(c.tile_m) * double(c.tile_n));
-    const double score = wave_eff * (spec ? spec->efficiency : 0.9);
-    if (!best || score > best_score + 1e-9) {
-      best = &c;
-      best_score = score;
-    }
+    if (!(a.b_col_major ? c.has_b_col_major : c.has_b_row_major)) continue;
+    core::NativeConfig fact;
+    fact.name = c.name;
+    fact.m_granularity = c.m_granularity;
+    fact.tile_m = c.tile_m;
+    fact.tile_n = c.tile_n;
+    fact.efficiency = c.efficiency;
+    fact.max_m = c.max_m;
+    if (!can_implement(c, a, &fact.refusal) && fact.refusal.empty()) fact.refusal = "refused";
+    fact.grid = grid_size(c, a);
+    out.push_back(fact);
   }
-  return best;
+  return out;
+}
+
+const NativeGemmConfig* choose_native_gemm_config(const NativeGemmArgs& a) {
+  core::ProblemDesc problem;
+  problem.world_size = a.world_size;
+  problem.rank = a.pivot;
+  problem.m = a.m_per_chunk;
+  problem.n = a.n;
+  problem.k = a.k;
+  const std::vector<core::NativeConfig> facts = native_config_facts(a);
+  const core::NativeConfig* chosen = core::choose_native_config(problem, facts, sm_limit(a));
+  return chosen ? find_native_gemm_config(chosen->name) : nullptr;
 }
 
 int grid_size(const NativeGemmConfig& c, const NativeGemmArgs& a) {

@@ -61,6 +61,10 @@ struct NativeGemmConfig {
   int swizzle;
   bool has_b_row_major;  // an instantiation exists for row-major B
   bool has_b_col_major;  // ... and for column-major B
+  // Per-tile efficiency relative to cooperative 128x256, measured on the H200
+  // (bench/NOTES.md), and the largest gathered M auto offers it for (0: any).
+  double efficiency;
+  std::int64_t max_m;
 };
 
 const char* schedule_name(KernelSchedule s);
@@ -87,12 +91,9 @@ std::size_t workspace_size(const NativeGemmConfig& config, const NativeGemmArgs&
 cudaError_t launch(const NativeGemmConfig& config, const NativeGemmArgs& args, void* workspace,
                    cudaStream_t stream);
 
-// The config this build's H200 measurements favour for `args` (shape, B
-// layout, pivot-independent), or nullptr when no config can implement it.
-// Rule: among the configs that can_implement `args`, the highest predicted
-// efficiency = wave efficiency (M * N over waves * grid * tile_m * tile_n,
-// waves = ceil(tiles / grid)) times the config's measured per-tile
-// efficiency; ties go to the earlier config of native_gemm_configs().
+// The config the planner would choose for `args` (core::choose_native_config
+// over native_config_facts of config_facts.hpp), or nullptr when no config
+// can implement it.
 const NativeGemmConfig* choose_native_gemm_config(const NativeGemmArgs& args);
 
 // Grid (CTAs) a launch would use, for logs and tests; 0 if it cannot run.

@@ -133,13 +133,7 @@ call::CheckedCall NcclComm::check(const call::OpCall& call, const Options& optio
   site.world_size = world_;
   site.rank = rank_;
   site.no_peer_access = no_peer_access_;
-  call::CheckedCall out = gpu::check_call(site, *backend_, call, options);
-  if (!no_peer_access_.empty() && out.plan.algorithm == Algorithm::pipelined) {
-    gpu::fail_argument("options.algorithm",
-                       "pipelined needs this rank to pull its peers' shards, but " +
-                           no_peer_access_ + "; use auto or decomposed");
-  }
-  return out;
+  return gpu::check_call(site, *backend_, call, options);
 }
 
 std::size_t NcclComm::workspace_bytes(const call::CheckedCall& checked) const {
