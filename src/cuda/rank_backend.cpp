@@ -13,10 +13,10 @@
 #include "cuda/cuda_check.hpp"
 #include "gpu/device_checks.hpp"
 
-namespace asynctp::gpu {
+namespace asynctp::cuda {
 
 std::string runtime_unavailable_reason(int device) {
-  if (std::string why = device_unavailable_reason(device); !why.empty()) return why;
+  if (std::string why = gpu::device_unavailable_reason(device); !why.empty()) return why;
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -29,13 +29,9 @@ std::string runtime_unavailable_reason(int device) {
   return "";
 }
 
-std::unique_ptr<RankBackend> make_rank_backend(int device) {
+std::unique_ptr<gpu::RankBackend> make_rank_backend(int device) {
   return std::make_unique<cuda::CudaRankBackend>(device);
 }
-
-}  // namespace asynctp::gpu
-
-namespace asynctp::cuda {
 
 namespace {
 
@@ -104,7 +100,6 @@ core::BackendCaps cuda_caps(const DeviceInfo& device, const core::ProblemDesc& p
   caps.native_configs = nat::native_config_facts(shape_query(problem));
   return caps;
 }
-
 
 CudaRankBackend::CudaRankBackend(int device) : info_(query_device(device)) {}
 

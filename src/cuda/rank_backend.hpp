@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/config.hpp"
@@ -31,6 +32,11 @@ DeviceInfo query_device(int ordinal);
 // current): sm_90 or not, its SMs, its hardware queues, and the native
 // kernel's configs with what each makes of the problem. core::plan decides.
 core::BackendCaps cuda_caps(const DeviceInfo& device, const core::ProblemDesc& problem);
+
+// "" when `device` can run asynctp's GPU paths on this runtime, else why not.
+std::string runtime_unavailable_reason(int device);
+// Rank state on `device`; throws Error(backend) when it cannot be used.
+std::unique_ptr<gpu::RankBackend> make_rank_backend(int device);
 
 class CudaRankBackend final : public gpu::RankBackend {
  public:

@@ -12,6 +12,7 @@
 #include "gpu/loopback_comm.hpp"
 #include "gpu/loopback_state.hpp"
 #include "gpu/rank_backend.hpp"
+#include "gpu/runtime_backend.hpp"
 #include "gpu/runtime.hpp"
 
 namespace asynctp::loopback {

@@ -4,7 +4,8 @@
 // agreement, streams, links, signals, the pipelined and decomposed
 // schedules, graph capture) is written once above this interface.
 // Implemented by src/cuda/rank_backend.hpp (the CUTLASS kernel, cuBLAS) and
-// src/hip/rank_backend.hpp (the MFMA kernel, hipBLAS where built in).
+// src/hip/rank_backend.hpp (the MFMA kernel, hipBLAS where built in);
+// gpu/runtime_backend.hpp names the one of the runtime being compiled for.
 #pragma once
 
 #include <cstdint>
@@ -60,12 +61,5 @@ class RankBackend {
   virtual std::string native_error_message(const std::uint32_t words[3],
                                            std::uint64_t timeout_ns) const = 0;
 };
-
-// The runtime this library was built for (one per build; defined by
-// src/cuda or src/hip):
-// "" when `device` can run asynctp's GPU paths, else why not.
-std::string runtime_unavailable_reason(int device);
-// Rank state on `device`; throws Error(backend) when it cannot be used.
-std::unique_ptr<RankBackend> make_rank_backend(int device);
 
 }  // namespace asynctp::gpu

@@ -5,6 +5,7 @@
 #include "asynctp/error.hpp"
 #include "gpu/check.hpp"
 #include "gpu/rank_backend.hpp"
+#include "gpu/runtime_backend.hpp"
 #include "hip/hipblas_gemm.hpp"
 
 namespace asynctp::hip {

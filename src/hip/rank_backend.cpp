@@ -7,19 +7,15 @@
 #include "hip/device_facts.hpp"
 #include "hip/mfma_layout.hpp"
 
-namespace asynctp::gpu {
+namespace asynctp::hip {
 
 // Every gfx9 GPU HIP reports runs bf16 GEMMs: only the driver and the
 // ordinal can be missing.
-std::string runtime_unavailable_reason(int device) { return device_unavailable_reason(device); }
+std::string runtime_unavailable_reason(int device) { return gpu::device_unavailable_reason(device); }
 
-std::unique_ptr<RankBackend> make_rank_backend(int device) {
+std::unique_ptr<gpu::RankBackend> make_rank_backend(int device) {
   return std::make_unique<hip::HipRankBackend>(device);
 }
-
-}  // namespace asynctp::gpu
-
-namespace asynctp::hip {
 
 gpu::BackendChoice hip_choice(const HipDeviceFacts& facts, const core::ProblemDesc& problem) {
   gpu::BackendChoice out;

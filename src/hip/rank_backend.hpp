@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,11 @@
 #include "hip/native_launch.hpp"
 
 namespace asynctp::hip {
+
+// "" when `device` can run asynctp's GPU paths on this runtime, else why not.
+std::string runtime_unavailable_reason(int device);
+// Rank state on `device`; throws Error(backend) when it cannot be used.
+std::unique_ptr<gpu::RankBackend> make_rank_backend(int device);
 
 class HipRankBackend final : public gpu::RankBackend {
  public:

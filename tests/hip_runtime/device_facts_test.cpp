@@ -10,6 +10,7 @@
 
 #include "asynctp/error.hpp"
 #include "gpu/rank_backend.hpp"
+#include "gpu/runtime_backend.hpp"
 
 namespace asynctp {
 namespace {

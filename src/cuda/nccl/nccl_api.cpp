@@ -19,6 +19,7 @@
 #include "cuda/nccl/nccl_check.hpp"
 #include "cuda/nccl/nccl_comm.hpp"
 #include "gpu/rank_backend.hpp"
+#include "gpu/runtime_backend.hpp"
 
 namespace asynctp::nccl {
 namespace {

@@ -15,6 +15,7 @@
 #include "cuda/nccl/enqueue_nccl_call.hpp"
 #include "cuda/nccl/nccl_check.hpp"
 #include "gpu/check.hpp"
+#include "gpu/runtime_backend.hpp"
 
 namespace asynctp::nccl {
 namespace {
