@@ -80,8 +80,6 @@ Transport& transport_of(Comm& comm) {
   return *transport;
 }
 
-const Transport& transport_of(const Comm& comm) {
-  return transport_of(const_cast<Comm&>(comm));
-}
+const Transport& transport_of(const Comm& comm) { return transport_of(const_cast<Comm&>(comm)); }
 
 }  // namespace asynctp::call

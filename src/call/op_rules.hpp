@@ -13,8 +13,7 @@
 namespace asynctp::call {
 
 // Throws Error(invalid_argument) naming the argument and the rule it broke.
-core::ProblemDesc validate_op(const OpCall& call, int world_size, int rank,
-                              DeviceKind device_kind);
+core::ProblemDesc validate_op(const OpCall& call, int world_size, int rank, DeviceKind device_kind);
 
 // The call's tensors with the argument names users know them by.
 std::vector<std::pair<const char*, TensorView>> named_tensors(const OpCall& call);

@@ -101,10 +101,10 @@ Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
         offered += (offered.empty() ? "" : ", ") + num(c.m_granularity) + "x" + num(c.tile_n);
       }
       caps.native_supported = false;
-      caps.native_unsupported_reason =
-          "no native kernel config has tile M (granularity) x N = " +
-          (options.tile_m ? num(*options.tile_m) : "any") + "x" +
-          (options.tile_n ? num(*options.tile_n) : "any") + "; built: " + offered;
+      caps.native_unsupported_reason = "no native kernel config has tile M (granularity) x N = " +
+                                       (options.tile_m ? num(*options.tile_m) : "any") + "x" +
+                                       (options.tile_n ? num(*options.tile_n) : "any") +
+                                       "; built: " + offered;
       return d;
     }
   } else {
@@ -119,8 +119,7 @@ Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
       if (caps.overlap_unprofitable_reason.empty()) {
         caps.overlap_unprofitable_reason = underfilled_reason(*config, problem, facts.sm_count);
       }
-    } else if (problem.m % config->m_granularity == 0 && problem.n % 8 == 0 &&
-               problem.k % 8 == 0) {
+    } else if (problem.m % config->m_granularity == 0 && problem.n % 8 == 0 && problem.k % 8 == 0) {
       // The planner's own rules pass but the kernel still refuses: say so.
       caps.native_supported = false;
       caps.native_unsupported_reason = config->refusal;
@@ -132,8 +131,7 @@ Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
 }  // namespace
 
 const NativeConfig* choose_native_config(const ProblemDesc& problem,
-                                         const std::vector<NativeConfig>& configs,
-                                         int processors) {
+                                         const std::vector<NativeConfig>& configs, int processors) {
   const NativeConfig* best = nullptr;
   double best_score = 0;
   for (const NativeConfig& c : configs) {
@@ -233,52 +231,52 @@ Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedO
                       ") and pipelined and decomposed unavailable (" + no_library + ")");
     }
     result = made(Algorithm::native, tile_m, tile_n,
-              "the only path this build has (pipelined and decomposed: " + no_library +
-                  "); bf16, m per rank " + num(problem.m) + " is a multiple of tile M " +
-                  num(tile_m));
+                  "the only path this build has (pipelined and decomposed: " + no_library +
+                      "); bf16, m per rank " + num(problem.m) + " is a multiple of tile M " +
+                      num(tile_m));
     return result;
   }
 
   if (!caps.no_overlap_reason.empty()) {
     result = made(Algorithm::decomposed, 0, 0,
-              "nothing can overlap here (" + caps.no_overlap_reason +
-                  "); native and pipelined "
-                  "would only add work");
+                  "nothing can overlap here (" + caps.no_overlap_reason +
+                      "); native and pipelined "
+                      "would only add work");
     return result;
   }
   if (!blocker && problem.world_size == 1) {
     // Native would add its local copy and signals to the same GEMM.
     result = made(Algorithm::decomposed, 0, 0,
-              "one rank has nothing to overlap (native could run, but would only add its local "
-              "copy and signals to the same GEMM)");
+                  "one rank has nothing to overlap (native could run, but would only add its local "
+                  "copy and signals to the same GEMM)");
     return result;
   }
   if (!caps.overlap_unprofitable_reason.empty()) {
     result = made(Algorithm::decomposed, 0, 0,
-              "overlap does not pay here (" + caps.overlap_unprofitable_reason +
-                  "); one GEMM after the gather is faster");
+                  "overlap does not pay here (" + caps.overlap_unprofitable_reason +
+                      "); one GEMM after the gather is faster");
     return result;
   }
   if (!blocker) {
     result = made(Algorithm::native, tile_m, tile_n,
-              "bf16, m per rank " + num(problem.m) + " is a multiple of tile M " + num(tile_m) +
-                  ", n and k are multiples of 8, within 32-bit limits");
+                  "bf16, m per rank " + num(problem.m) + " is a multiple of tile M " + num(tile_m) +
+                      ", n and k are multiples of 8, within 32-bit limits");
     return result;
   }
   if (problem.world_size == 1) {
     result = made(Algorithm::decomposed, 0, 0,
-              "native unavailable (" + *blocker + "); one rank has nothing to overlap");
+                  "native unavailable (" + *blocker + "); one rank has nothing to overlap");
     return result;
   }
   if (problem.m < caps.min_pipelined_chunk_rows) {
     result = made(Algorithm::decomposed, 0, 0,
-              "native unavailable (" + *blocker + "); chunks of " + num(problem.m) +
-                  " rows are below " + num(caps.min_pipelined_chunk_rows) +
-                  ", too small for per-chunk GEMMs");
+                  "native unavailable (" + *blocker + "); chunks of " + num(problem.m) +
+                      " rows are below " + num(caps.min_pipelined_chunk_rows) +
+                      ", too small for per-chunk GEMMs");
     return result;
   }
   result = made(Algorithm::pipelined, 0, 0,
-            "native unavailable (" + *blocker + "); per-chunk GEMMs overlap the copies");
+                "native unavailable (" + *blocker + "); per-chunk GEMMs overlap the copies");
   return result;
 }
 

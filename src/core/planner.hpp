@@ -98,8 +98,7 @@ struct Plan {
 // least predicted time (wave efficiency over `processors` x measured per-tile
 // efficiency); nullptr when none accepts it.
 const NativeConfig* choose_native_config(const ProblemDesc& problem,
-                                         const std::vector<NativeConfig>& configs,
-                                         int processors);
+                                         const std::vector<NativeConfig>& configs, int processors);
 
 // Why native cannot run this problem, or nullopt when it can.
 std::optional<std::string> native_blocker(const ProblemDesc& problem, const BackendCaps& caps,

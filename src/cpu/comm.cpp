@@ -6,10 +6,10 @@
 
 #include "asynctp/error.hpp"
 #include "asynctp/trace.hpp"
+#include "call/op_rules.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
 #include "core/schedule.hpp"
-#include "call/op_rules.hpp"
 #include "cpu/algorithms.hpp"
 #include "cpu/call_context.hpp"
 #include "cpu/producer.hpp"

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "asynctp/error.hpp"
-#include "core/schedule.hpp"
 #include "call/op_rules.hpp"
+#include "core/schedule.hpp"
 #include "gpu/call_spec.hpp"
 #include "gpu/check.hpp"
 #include "gpu/device_checks.hpp"

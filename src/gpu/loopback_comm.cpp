@@ -89,8 +89,8 @@ void LoopbackComm::agree(core::CallRecord& mine, std::exception_ptr& local_error
     // The shard's writers are the caller's earlier work on its stream.
     try {
       gpu::check(rt::event_record(mine_events.shard_ready.get(),
-                             static_cast<rt::StreamHandle>(options.stream)),
-            "event record (shard ready)");
+                                  static_cast<rt::StreamHandle>(options.stream)),
+                 "event record (shard ready)");
       mine_events.shard_ready_recorded = true;
     } catch (const Error& e) {
       local_error = std::current_exception();
@@ -119,14 +119,14 @@ std::uint32_t LoopbackComm::execute(const call::OpCall& call, const call::Checke
         CallSpec spec = make_spec(checked, call, options);
         if (group_.config.serialize_ranks && group_.chain_recorded) {
           gpu::check(rt::stream_wait_event(stream, group_.chain.get()),
-                "stream wait (previous rank's call)");
+                     "stream wait (previous rank's call)");
         }
         if (!checked.capturing) {
           for (int p = 0; p < world; ++p) {
             const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
             if (p != rank_ && peer.shard_ready_recorded) {
               gpu::check(rt::stream_wait_event(stream, peer.shard_ready.get()),
-                    "stream wait (peer shard ready)");
+                         "stream wait (peer shard ready)");
             }
           }
         }
@@ -140,7 +140,7 @@ std::uint32_t LoopbackComm::execute(const call::OpCall& call, const call::Checke
         pending_pieces_ = spec.pieces;
         if (!checked.capturing) {
           gpu::check(rt::event_record(mine_events.reads_done.get(), stream),
-                "event record (reads done)");
+                     "event record (reads done)");
           mine_events.reads_done_recorded = true;
         }
         if (group_.config.serialize_ranks) {
@@ -163,7 +163,7 @@ std::uint32_t LoopbackComm::execute(const call::OpCall& call, const call::Checke
         const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
         if (p == rank_ || !peer.reads_done_recorded) continue;
         gpu::check(rt::stream_wait_event(stream, peer.reads_done.get()),
-              "stream wait (peer reads done)");
+                   "stream wait (peer reads done)");
       }
       gpu::check(rt::event_record(res_.call_done.get(), stream), "event record (call done)");
       pending_ = true;
@@ -207,8 +207,9 @@ void LoopbackComm::synchronize() {
   // replays included); reading clears it.
   std::uint32_t words[3] = {0, 0, 0};
   const rt::StreamHandle s = res_.copy_in.get();
-  gpu::check(rt::memcpy_async(words, res_.error_words.get(), sizeof words, rt::Copy::device_to_host, s),
-        "copy (error words)");
+  gpu::check(
+      rt::memcpy_async(words, res_.error_words.get(), sizeof words, rt::Copy::device_to_host, s),
+      "copy (error words)");
   gpu::check(rt::stream_synchronize(s), "stream synchronize (error words)");
   if (words[0] == 0) return;
   words[0] = chunk_word_of_piece_word(words[0], pending_pieces_);
@@ -228,7 +229,7 @@ double LoopbackComm::last_call_ms() const {
   }
   float ms = 0;
   gpu::check(rt::event_elapsed_ms(&ms, res_.call_begin.get(), res_.call_end.get()),
-        "event elapsed time (call begin, call end)");
+             "event elapsed time (call begin, call end)");
   return ms;
 }
 

@@ -12,8 +12,8 @@
 #include "gpu/loopback_comm.hpp"
 #include "gpu/loopback_state.hpp"
 #include "gpu/rank_backend.hpp"
-#include "gpu/runtime_backend.hpp"
 #include "gpu/runtime.hpp"
+#include "gpu/runtime_backend.hpp"
 
 namespace asynctp::loopback {
 namespace {

@@ -11,7 +11,9 @@ namespace asynctp::hip {
 
 // Every gfx9 GPU HIP reports runs bf16 GEMMs: only the driver and the
 // ordinal can be missing.
-std::string runtime_unavailable_reason(int device) { return gpu::device_unavailable_reason(device); }
+std::string runtime_unavailable_reason(int device) {
+  return gpu::device_unavailable_reason(device);
+}
 
 std::unique_ptr<gpu::RankBackend> make_rank_backend(int device) {
   return std::make_unique<hip::HipRankBackend>(device);

@@ -3,12 +3,12 @@
 // rejected its arguments (with why), or the first field the ranks disagree
 // on, and stays silent about what is each rank's own business (n, B layout,
 // whether the gathered A is returned).
+#include "core/agreement.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "core/agreement.hpp"
 
 namespace asynctp::core {
 namespace {
@@ -62,7 +62,8 @@ TEST(Agreement, LowestRejectingRankIsNamedWithItsReason) {
   records[1].problem.m = 1;
   records[1].ok = false;
   records[1].error.assign(3, 'x');  // (not = "x": GCC 12 -Wrestrict false positive)
-  EXPECT_TRUE(contains(find_disagreement(records), "rank 1 rejected its arguments")) << find_disagreement(records);
+  EXPECT_TRUE(contains(find_disagreement(records), "rank 1 rejected its arguments"))
+      << find_disagreement(records);
 }
 
 TEST(Agreement, EachFieldIsNamed) {
@@ -71,15 +72,24 @@ TEST(Agreement, EachFieldIsNamed) {
     void (*bend)(CallRecord&);
   };
   const Case cases[] = {
-      {"ranks disagree on world size: rank 0 has 4, rank 2 has 3", [](CallRecord& r) { r.world_size = 3; }},
-      {"ranks disagree on a_shard rows (m): rank 0 has 64, rank 2 has 72", [](CallRecord& r) { r.problem.m = 72; }},
-      {"ranks disagree on a_shard columns (k): rank 0 has 48, rank 2 has 40", [](CallRecord& r) { r.problem.k = 40; }},
-      {"ranks disagree on dtype: rank 0 has bf16, rank 2 has fp32", [](CallRecord& r) { r.problem.dtype = DType::fp32; }},
-      {"ranks disagree on the algorithm: rank 0 has native (tile 32x256), rank 2 has pipelined (tile 0x0)",
-       [](CallRecord& r) { r.plan = {Algorithm::pipelined, 0, 0, "", ""}; }},
-      {"ranks disagree on the algorithm: rank 0 has native (tile 32x256), rank 2 has native (tile 64x256)",
+      {"ranks disagree on world size: rank 0 has 4, rank 2 has 3",
+       [](CallRecord& r) { r.world_size = 3; }},
+      {"ranks disagree on a_shard rows (m): rank 0 has 64, rank 2 has 72",
+       [](CallRecord& r) { r.problem.m = 72; }},
+      {"ranks disagree on a_shard columns (k): rank 0 has 48, rank 2 has 40",
+       [](CallRecord& r) { r.problem.k = 40; }},
+      {"ranks disagree on dtype: rank 0 has bf16, rank 2 has fp32",
+       [](CallRecord& r) { r.problem.dtype = DType::fp32; }},
+      {"ranks disagree on the algorithm: rank 0 has native (tile 32x256), rank 2 has pipelined "
+       "(tile 0x0)",
+       [](CallRecord& r) {
+         r.plan = {Algorithm::pipelined, 0, 0, "", ""};
+       }},
+      {"ranks disagree on the algorithm: rank 0 has native (tile 32x256), rank 2 has native (tile "
+       "64x256)",
        [](CallRecord& r) { r.plan.tile_m = 64; }},
-      {"ranks disagree on the algorithm: rank 0 has native (tile 32x256), rank 2 has native (tile 32x128)",
+      {"ranks disagree on the algorithm: rank 0 has native (tile 32x256), rank 2 has native (tile "
+       "32x128)",
        [](CallRecord& r) { r.plan.tile_n = 128; }},
   };
   for (const Case& c : cases) {
@@ -93,7 +103,8 @@ TEST(Agreement, EachFieldIsNamed) {
   records[3].problem.m = 8;
   records[1].problem.dtype = DType::fp16;
   records[1].problem.k = 8;
-  EXPECT_TRUE(contains(find_disagreement(records), "a_shard columns (k): rank 0 has 48, rank 1 has 8"))
+  EXPECT_TRUE(
+      contains(find_disagreement(records), "a_shard columns (k): rank 0 has 48, rank 1 has 8"))
       << find_disagreement(records);
 }
 

@@ -280,8 +280,8 @@ TEST(Planner, WithoutALibraryGemmOnlyNativeRuns) {
 // The facts a GPU backend reports (its native configs, SMs, hardware
 // queues) and a transport's peer access: every decision from them is made
 // by core::plan.
-NativeConfig config(const char* name, std::int64_t gran, std::int64_t tile_m,
-                    std::int64_t tile_n, double efficiency, int grid) {
+NativeConfig config(const char* name, std::int64_t gran, std::int64_t tile_m, std::int64_t tile_n,
+                    double efficiency, int grid) {
   NativeConfig c;
   c.name = name;
   c.m_granularity = gran;

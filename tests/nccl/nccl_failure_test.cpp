@@ -16,9 +16,8 @@
 //       reset in stream order, so no barrier waits for a generation its
 //       peers never write (which would end in a barrier timeout).
 #include <cuda_runtime_api.h>
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -29,9 +28,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <random>
 #include <sstream>
-#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,8 +58,8 @@ struct ChildOutcome {
 
 // Runs this test binary again, filtered to `test`, with `variable` set,
 // output to `log`; kills it past limit_s.
-ChildOutcome run_child(const std::string& test, const std::string& variable,
-                       const std::string& log, double limit_s) {
+ChildOutcome run_child(const std::string& test, const std::string& variable, const std::string& log,
+                       double limit_s) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
   env_strings.push_back(variable);
@@ -82,8 +81,7 @@ ChildOutcome run_child(const std::string& test, const std::string& variable,
     out.output = "posix_spawn failed";
     return out;
   }
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
   int status = 0;
   while (std::chrono::steady_clock::now() < deadline) {
     if (::waitpid(pid, &status, WNOHANG) == pid) {
@@ -147,9 +145,8 @@ TEST(NcclFailureChild, AgreementGate) {
     error = e.what();
     code = e.code();
   }
-  const double waited_ms = std::chrono::duration<double, std::milli>(
-                               std::chrono::steady_clock::now() - begin)
-                               .count();
+  const double waited_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
   std::printf("AGREEMENT-TIMEOUT code=%d waited_ms=%.0f error=%s\n", static_cast<int>(code),
               waited_ms, error.c_str());
   std::fflush(stdout);
@@ -178,9 +175,9 @@ TEST(NcclFailure, AgreementThatCannotCompleteTimesOutAndAborts) {
   const ChildOutcome child =
       run_child("NcclFailureChild.AgreementGate",
                 std::string(kGateChildVariable) + "=" + std::to_string(seed.value), log, 60.0);
-  EXPECT_NE(std::string::npos, child.output.find("AGREEMENT-TIMEOUT code=" +
-                                                 std::to_string(static_cast<int>(
-                                                     ErrorCode::timeout))))
+  EXPECT_NE(std::string::npos,
+            child.output.find("AGREEMENT-TIMEOUT code=" +
+                              std::to_string(static_cast<int>(ErrorCode::timeout))))
       << "the call did not end in a timeout:\n"
       << child.output;
   EXPECT_TRUE(child.finished) << "the child hung after the abort (killed after 60 s):\n"

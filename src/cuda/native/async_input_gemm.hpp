@@ -30,7 +30,7 @@ struct NativeGemmArgs {
   const void* a = nullptr;  // (world_size * m_per_chunk) x k, row-major, 16-byte aligned
   const void* b = nullptr;  // k x n; row-major (ld = n) or column-major (ld = k)
   bool b_col_major = false;
-  void* c = nullptr;        // (world_size * m_per_chunk) x n, row-major
+  void* c = nullptr;  // (world_size * m_per_chunk) x n, row-major
   std::int64_t m_per_chunk = 0, n = 0, k = 0;
   int world_size = 1, pivot = 0;
   // world_size 32-bit flags readable by the device (device memory, or mapped
@@ -48,7 +48,7 @@ struct NativeGemmArgs {
 enum class KernelSchedule { kCooperative, kPingpong };
 
 struct NativeGemmConfig {
-  const char* name;       // e.g. "pp_128x128x64_c2x1_s1"
+  const char* name;  // e.g. "pp_128x128x64_c2x1_s1"
   int tile_m, tile_n, tile_k;
   int cluster_m, cluster_n;
   // m_per_chunk must be a multiple of this (tile_m * cluster_m): the planner's

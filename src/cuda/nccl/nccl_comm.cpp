@@ -61,7 +61,7 @@ NcclComm::NcclComm(ncclComm_t comm, bool owns_comm)
       owns_comm_(owns_comm),
       rank_(comm_rank(comm)),
       world_(comm_size(comm)),
-            workspace_(comm, rank_, world_) {
+      workspace_(comm, rank_, world_) {
   // Local set-up first. The peers learn through a bounded all-gather whether
   // it succeeded on every rank before any of them enters the collective
   // probe below (which has no timeout): a rank that cannot set up aborts
@@ -167,9 +167,8 @@ void NcclComm::wait_or_abort(rt::EventHandle event, std::int64_t timeout_ms,
                               " ms (does every rank make the same call? a rank that failed "
                               "earlier, exited or makes another call never joins)";
       abort_communicator(why);
-      throw Error(ErrorCode::timeout,
-                  "rank " + std::to_string(rank_) + ": " + why +
-                      "; the NCCL communicator was aborted, make a new one");
+      throw Error(ErrorCode::timeout, "rank " + std::to_string(rank_) + ": " + why +
+                                          "; the NCCL communicator was aborted, make a new one");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
@@ -188,9 +187,9 @@ std::vector<core::CallRecord> NcclComm::exchange(const core::CallRecord& mine,
   const std::size_t all_bytes = kWireRecordBytes * static_cast<std::size_t>(world_);
   gpu::check(rt::memcpy_async(device, host, kWireRecordBytes, rt::Copy::host_to_device, stream),
              "copy (agreement record)");
-  check_nccl(ncclAllGather(device, device + kWireRecordBytes, kWireRecordBytes, ncclUint8, comm_,
-                           stream),
-             "ncclAllGather(agreement records)", comm_);
+  check_nccl(
+      ncclAllGather(device, device + kWireRecordBytes, kWireRecordBytes, ncclUint8, comm_, stream),
+      "ncclAllGather(agreement records)", comm_);
   gpu::check(rt::memcpy_async(host + kWireRecordBytes, device + kWireRecordBytes, all_bytes,
                               rt::Copy::device_to_host, stream),
              "copy (agreement records back)");
@@ -214,12 +213,12 @@ std::vector<core::CallRecord> NcclComm::exchange(const core::CallRecord& mine,
 // one stream; the host then waits for that stream (bounded), which is why
 // this happens once per distinct call only.
 void NcclComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
-                     const call::CheckedCall& checked, const call::OpCall&,
-                     const Options& options, std::int64_t timeout_ms) {
+                     const call::CheckedCall& checked, const call::OpCall&, const Options& options,
+                     std::int64_t timeout_ms) {
   const auto stream = static_cast<rt::StreamHandle>(options.stream);
   if (mine.ok) {
-    mine.grows_workspace = !workspace_.fits(workspace_bytes(checked)) &&
-                           workspace_bytes(checked) > 0;
+    mine.grows_workspace =
+        !workspace_.fits(workspace_bytes(checked)) && workspace_bytes(checked) > 0;
     if (mine.grows_workspace) {
       // Growth is collective: a rank whose earlier call failed on the device
       // must say so here, before its peers enter the growth, not after.
@@ -283,10 +282,9 @@ void NcclComm::grow_workspace(std::size_t gathered_bytes, rt::StreamHandle strea
   for (std::size_t r = 0; r < outcomes.size(); ++r) {
     if (outcomes[r].ok) continue;
     workspace_.release();
-    throw Error(ErrorCode::backend, "rank " + std::to_string(r) +
-                                        " could not grow its symmetric workspace to " +
-                                        std::to_string(gathered_bytes) +
-                                        " bytes: " + outcomes[r].error);
+    throw Error(ErrorCode::backend,
+                "rank " + std::to_string(r) + " could not grow its symmetric workspace to " +
+                    std::to_string(gathered_bytes) + " bytes: " + outcomes[r].error);
   }
   try {
     workspace_.register_window(stream, [&](rt::EventHandle event, const std::string& what) {
@@ -409,9 +407,9 @@ void NcclComm::synchronize() {
   std::uint32_t gate[3] = {0, 0, 0};
   std::uint32_t barrier[3] = {0, 0, 0};
   const rt::StreamHandle s = res_->copy_out.get();
-  gpu::check(rt::memcpy_async(gate, res_->error_words.get(), sizeof gate, rt::Copy::device_to_host,
-                              s),
-             "copy (error words)");
+  gpu::check(
+      rt::memcpy_async(gate, res_->error_words.get(), sizeof gate, rt::Copy::device_to_host, s),
+      "copy (error words)");
   auto* state = static_cast<std::uint32_t*>(barrier_state_.get());
   gpu::check(rt::memcpy_async(barrier, state + 1, sizeof barrier, rt::Copy::device_to_host, s),
              "copy (barrier error words)");

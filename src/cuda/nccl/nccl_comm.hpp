@@ -64,8 +64,7 @@ class NcclComm final : public call::Transport {
   std::vector<core::CallRecord> exchange(const core::CallRecord& mine, gpu::rt::StreamHandle stream,
                                          std::int64_t timeout_ms, const std::string& what);
   // Waits for `event`; past timeout_ms aborts the communicator and throws.
-  void wait_or_abort(gpu::rt::EventHandle event, std::int64_t timeout_ms,
-                     const std::string& what);
+  void wait_or_abort(gpu::rt::EventHandle event, std::int64_t timeout_ms, const std::string& what);
   // Marks the communicator unusable and aborts the NCCL communicator.
   void abort_communicator(const std::string& why) noexcept;
   // Collective growth of the symmetric workspace (every rank agreed to it).

@@ -94,9 +94,9 @@ void SymmetricWorkspace::register_window(rt::StreamHandle stream, const BoundedW
   // the window's mapping table lives there.
   auto* pointers = static_cast<void**>(peer_pointers_host_.get());
   const std::size_t pointer_bytes = sizeof(void*) * static_cast<std::size_t>(world_);
-  gpu::check(enqueue_peer_pointers(window_, world_, static_cast<void**>(peer_pointers_.get()),
-                                   stream),
-             "peer pointer kernel launch");
+  gpu::check(
+      enqueue_peer_pointers(window_, world_, static_cast<void**>(peer_pointers_.get()), stream),
+      "peer pointer kernel launch");
   gpu::check(rt::memcpy_async(pointers, peer_pointers_.get(), pointer_bytes,
                               rt::Copy::device_to_host, stream),
              "copy (peer pointers)");
