@@ -19,7 +19,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh
-bin=.devbin/gpu
+# ASYNCTP_DEVBIN names another bundle (e.g. a build of an earlier commit, to
+# compare before and after in one device call).
+bin=${ASYNCTP_DEVBIN:-.devbin/gpu}
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(gpu-tests nccl-tests max-connections cli-gpu readme-run bench)
 
