@@ -101,7 +101,9 @@ core::BackendCaps cuda_caps(const DeviceInfo& device, const core::ProblemDesc& p
   return caps;
 }
 
-CudaRankBackend::CudaRankBackend(int device) : info_(query_device(device)) {}
+CudaRankBackend::CudaRankBackend(int device) : info_(query_device(device)) {
+  if (info_.major == 9 && info_.minor == 0) native::preload_kernels(device);
+}
 
 gpu::BackendChoice CudaRankBackend::choose(const core::ProblemDesc& problem,
                                            const core::ResolvedOptions& options) const {

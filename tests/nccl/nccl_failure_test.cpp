@@ -138,6 +138,8 @@ TEST(NcclFailureChild, AgreementGate) {
   options.wait_timeout_ms = kShortTimeoutMs;
   std::string error;
   ErrorCode code = ErrorCode::backend;
+  std::printf("CALLING with the stream held\n");
+  std::fflush(stdout);
   const auto begin = std::chrono::steady_clock::now();
   try {
     problem.call(group->comm(0), options, streams[0]);

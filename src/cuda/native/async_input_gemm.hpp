@@ -96,6 +96,13 @@ cudaError_t launch(const NativeGemmConfig& config, const NativeGemmArgs& args, v
 // can implement it.
 const NativeGemmConfig* choose_native_gemm_config(const NativeGemmArgs& args);
 
+// Loads every instance of this build on `device` now. CUDA loads kernels
+// lazily, at their first use, and a load waits for work already on the
+// device: seen on the H200, a first call whose stream was held up (a chunk
+// wait, a peer that has not arrived) hung in the planner's first grid query.
+// Backends call this when they are made, before any of their work is queued.
+void preload_kernels(int device);
+
 // Grid (CTAs) a launch would use, for logs and tests; 0 if it cannot run.
 int grid_size(const NativeGemmConfig& config, const NativeGemmArgs& args);
 

@@ -148,7 +148,14 @@ void NcclComm::abort_communicator(const std::string& why) noexcept {
   if (aborted_) return;
   aborted_ = true;
   workspace_.release(/*communicator_gone=*/true);
-  (void)ncclCommAbort(comm_);
+  // On a thread of its own: NCCL's abort may wait for the communicator's
+  // queued work, which can sit behind whatever held this call up (the caller's
+  // own stream, say); the error must reach the caller now, not then.
+  try {
+    std::thread([comm = comm_] { (void)ncclCommAbort(comm); }).detach();
+  } catch (...) {
+    (void)ncclCommAbort(comm_);
+  }
   core::log(core::LogLevel::warn, rank_, "NCCL communicator aborted: " + why);
 }
 
