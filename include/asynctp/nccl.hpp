@@ -8,8 +8,9 @@
 //      (Open MPI, MPICH) or srun. RANK/WORLD_SIZE/LOCAL_RANK (or the
 //      launcher's own variables) say who this process is, LOCAL_RANK picks the
 //      GPU, and rank 0 hands the NCCL unique id to the others through a TCP
-//      rendezvous on MASTER_ADDR:MASTER_PORT (no file system, no extra
-//      service: rank 0 serves it for the length of the call).
+//      rendezvous on MASTER_ADDR at ASYNCTP_RENDEZVOUS_PORT, by default
+//      MASTER_PORT + 1 (MASTER_PORT is torchrun's TCPStore; no file system,
+//      no extra service: rank 0 serves it for the length of the call).
 //  (c) LocalGroup: every local GPU from one process, one host thread per rank
 //      (ncclCommInitAll).
 //

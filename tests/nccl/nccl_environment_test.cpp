@@ -9,17 +9,16 @@
 //   NcclProcesses/W.*        W = 1, 2, 4, 8 child processes of this test
 //                            binary, each one rank (RANK, WORLD_SIZE,
 //                            LOCAL_RANK, MASTER_ADDR, MASTER_PORT set as
-//                            torchrun sets them), each checking its own C for
+//                            torchrun sets them, MASTER_PORT held by this
+//                            process as torchrun's TCPStore holds it), each
+//                            checking its own C for
 //                            every algorithm; skip when fewer than W GPUs.
 //                            Bounded: a child still running after 180 s is
 //                            killed and the test fails.
 //   NcclProcessChild.Run     the child's body; skips unless started so.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/rendezvous_support.hpp"
 #include "cuda/nccl/environment_comm.hpp"
 #include "nccl/nccl_support.hpp"
 
@@ -44,22 +44,7 @@ using asynctp_test::Seed;
 namespace lb = asynctp_test::loopback;
 namespace nt = asynctp_test::nccl;
 
-// An ephemeral port nobody listens on right now.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof address;
-  int port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  if (fd >= 0) ::close(fd);
-  return port;
-}
+using asynctp::bootstrap::test::free_port;
 
 bootstrap::LaunchInfo launch(int rank, int world, int local_rank, int port) {
   bootstrap::LaunchInfo info;
@@ -68,7 +53,8 @@ bootstrap::LaunchInfo launch(int rank, int world, int local_rank, int port) {
   info.world_size = world;
   info.local_rank = local_rank;
   info.master_addr = "127.0.0.1";
-  info.master_port = port;
+  info.rendezvous_port = port;
+  info.rendezvous_port_source = bootstrap::kRendezvousPortVariable;
   return info;
 }
 
@@ -192,7 +178,11 @@ TEST_P(NcclProcesses, EachRankItsOwnProcess) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   const std::string self = "/proc/self/exe";
-  const int port = free_port();
+  // MASTER_PORT held, as torchrun's TCPStore holds it: the ranks meet on
+  // the default rendezvous port, MASTER_PORT + 1.
+  bootstrap::test::Fd store;
+  const int port = bootstrap::test::held_port_with_free_successor(&store);
+  ASSERT_GT(port, 0);
   std::vector<pid_t> children;
   std::vector<std::string> logs;
   for (int r = 0; r < world; ++r) {
