@@ -70,14 +70,22 @@ std::string to_hex(const void* data, std::size_t bytes) {
   return out;
 }
 
+// Rank 0's id as it came over the wire: anything but 2 * bytes hex digits is
+// an Error, never another exception.
 void from_hex(const std::string& hex, void* data, std::size_t bytes) {
-  if (hex.size() != 2 * bytes) {
-    throw Error(ErrorCode::backend, "rendezvous: rank 0 sent a malformed NCCL unique id");
+  const auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  bool ok = hex.size() == 2 * bytes;
+  for (std::size_t i = 0; ok && i < bytes; ++i) {
+    const int hi = digit(hex[2 * i]), lo = digit(hex[2 * i + 1]);
+    ok = hi >= 0 && lo >= 0;
+    if (ok) static_cast<unsigned char*>(data)[i] = static_cast<unsigned char>(hi * 16 + lo);
   }
-  for (std::size_t i = 0; i < bytes; ++i) {
-    static_cast<unsigned char*>(data)[i] =
-        static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-  }
+  if (!ok) throw Error(ErrorCode::backend, "rendezvous: rank 0 sent a malformed NCCL unique id");
 }
 
 // "key=value" lines.
