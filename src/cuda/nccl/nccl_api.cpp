@@ -11,8 +11,10 @@
 
 #include "asynctp/error.hpp"
 #include "asynctp/nccl.hpp"
+#include "bootstrap/device_choice.hpp"
 #include "bootstrap/launch_env.hpp"
 #include "bootstrap/tcp_rendezvous.hpp"
+#include "core/log.hpp"
 #include "core/rank_threads.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/nccl/environment_comm.hpp"
@@ -137,12 +139,17 @@ std::unique_ptr<Comm> comm_from_launch_info(const bootstrap::LaunchInfo& launch,
                                             const EnvironmentOptions& options) {
   const bootstrap::LaunchInfo* info = &launch;
   const int count = device_count_or_throw();
-  const int device = options.device >= 0 ? options.device : info->local_rank;
+  int device = options.device;
   if (device >= count) {
-    fail(options.device >= 0 ? "options.device" : "LOCAL_RANK",
-         "rank " + std::to_string(info->rank) + " would use GPU " + std::to_string(device) +
-             ", but this node's process sees " + std::to_string(count) +
-             " GPU(s); run at most one rank per GPU (" + info->launcher + ")");
+    fail("options.device", "rank " + std::to_string(info->rank) + " would use GPU " +
+                               std::to_string(device) + ", but this process sees " +
+                               std::to_string(count) + " GPU(s)");
+  }
+  if (device < 0) {
+    const bootstrap::DeviceChoice choice =
+        bootstrap::choose_rank_device(count, info->local_rank, info->world_size);
+    device = choice.device;
+    if (!choice.note.empty()) core::log(core::LogLevel::info, info->rank, choice.note);
   }
   check_cuda(cudaSetDevice(device), "cudaSetDevice(the rank's GPU)");
 
