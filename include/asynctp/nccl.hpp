@@ -8,10 +8,11 @@
 //      (Open MPI, MPICH) or srun. RANK/WORLD_SIZE/LOCAL_RANK (or the
 //      launcher's own variables) say who this process is, LOCAL_RANK picks the
 //      GPU (device 0 when the launcher leaves each process one GPU through
-//      CUDA_VISIBLE_DEVICES, logged at ASYNCTP_DEBUG=INFO), and rank 0 hands the NCCL unique id to the others through a TCP
-//      rendezvous on MASTER_ADDR at ASYNCTP_RENDEZVOUS_PORT, by default
-//      MASTER_PORT + 1 (MASTER_PORT is torchrun's TCPStore; no file system,
-//      no extra service: rank 0 serves it for the length of the call).
+//      CUDA_VISIBLE_DEVICES, logged at ASYNCTP_DEBUG=INFO), and rank 0 hands
+//      the NCCL unique id to the others through a TCP rendezvous on
+//      MASTER_ADDR at ASYNCTP_RENDEZVOUS_PORT, by default MASTER_PORT + 1
+//      (MASTER_PORT is torchrun's TCPStore; no file system, no extra service:
+//      rank 0 serves it for the length of the call).
 //  (c) LocalGroup: every local GPU from one process, one host thread per rank
 //      (ncclCommInitAll).
 //

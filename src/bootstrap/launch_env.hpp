@@ -31,7 +31,7 @@ struct LaunchInfo {
   int world_size = 1;
   int local_rank = 0;  // this process's index on its node (picks the GPU)
   std::string master_addr;
-  int master_port = 0;  // 0 when MASTER_PORT is not set (ASYNCTP_RENDEZVOUS_PORT is)
+  int master_port = 0;      // 0 when MASTER_PORT is not set (ASYNCTP_RENDEZVOUS_PORT is)
   int rendezvous_port = 0;  // where rank 0's rendezvous listens
   // Where rendezvous_port came from, for messages: "ASYNCTP_RENDEZVOUS_PORT",
   // "MASTER_PORT + 1" (or "MASTER_PORT - 1" for 65535).

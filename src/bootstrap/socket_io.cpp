@@ -105,8 +105,7 @@ Socket accept_until(const Socket& listener, Deadline deadline) {
 
 Socket connect_until(const std::string& host, int port, Deadline deadline,
                      const std::string& what) {
-  const std::string where =
-      "rendezvous: connecting to rank 0 at MASTER_ADDR " + host + ", " + what;
+  const std::string where = "rendezvous: connecting to rank 0 at MASTER_ADDR " + host + ", " + what;
   addrinfo hints{};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;

@@ -37,8 +37,7 @@ Socket accept_until(const Socket& listener, Deadline deadline);
 // Connects to host:port, retrying refused connections (the listener may not
 // be up yet) until `deadline`; throws Error(timeout) naming host:port and
 // `what` (the port's variable) then.
-Socket connect_until(const std::string& host, int port, Deadline deadline,
-                     const std::string& what);
+Socket connect_until(const std::string& host, int port, Deadline deadline, const std::string& what);
 
 // Whole-buffer transfers; throw Error(timeout) past the deadline and
 // Error(backend) when the peer closes or the socket fails. `what` names the

@@ -243,9 +243,9 @@ std::vector<std::string> all_gather_records(const LaunchInfo& info, const std::s
   }
   if (info.world_size == 1) return {record};
   if (info.rendezvous_port < 1 || info.rendezvous_port > 65535) {
-    throw Error(ErrorCode::invalid_argument,
-                std::string(kRendezvousPortVariable) + ": must lie in [1, 65535], got " +
-                    std::to_string(info.rendezvous_port));
+    throw Error(ErrorCode::invalid_argument, std::string(kRendezvousPortVariable) +
+                                                 ": must lie in [1, 65535], got " +
+                                                 std::to_string(info.rendezvous_port));
   }
   const Deadline start = Clock::now();
   const Deadline deadline = start + std::chrono::milliseconds(timeout_ms);

@@ -37,8 +37,8 @@ TEST(DeviceChoice, OneVisibleGpuIsTheRanksWhateverItsLocalRank) {
   for (int local : {1, 3, 7, 1000}) {
     const DeviceChoice c = choose_rank_device(1, local, 8);
     EXPECT_EQ(0, c.device);
-    EXPECT_NE(std::string::npos, c.note.find("LOCAL_RANK " + std::to_string(local) +
-                                             " but this process sees one GPU"))
+    EXPECT_NE(std::string::npos,
+              c.note.find("LOCAL_RANK " + std::to_string(local) + " but this process sees one GPU"))
         << c.note;
     EXPECT_NE(std::string::npos, c.note.find("using it, device 0")) << c.note;
   }

@@ -66,7 +66,9 @@ const BadHello kBadHellos[] = {
        (void)send_raw(s, junk.data(), junk.size());
      }},
     {"a hello cut short",
-     [](const Fd& s) { (void)send_words(s, {kMagic, kVersion, 2u}); }},
+     [](const Fd& s) {
+       (void)send_words(s, {kMagic, kVersion, 2u});
+     }},
     {"a record shorter than its length",
      [](const Fd& s) {
        (void)send_words(s, hello_words(2, 1, 1000));

@@ -103,8 +103,7 @@ TEST(RendezvousPort, TakenPortFailsRank0AtOnce) {
     EXPECT_EQ(ErrorCode::backend, o.code);
     EXPECT_LT(o.seconds, 1.0) << "rank 0 must not wait when it cannot listen";
     EXPECT_TRUE(contains(o.message, "port " + std::to_string(taken) + " " + c.names)) << o.message;
-    EXPECT_TRUE(contains(o.message, "choose a free one with ASYNCTP_RENDEZVOUS_PORT"))
-        << o.message;
+    EXPECT_TRUE(contains(o.message, "choose a free one with ASYNCTP_RENDEZVOUS_PORT")) << o.message;
   }
 }
 
@@ -155,7 +154,7 @@ TEST(RendezvousPort, PeersTellAnotherServiceQuickly) {
     Joined server{std::thread([&] {
       const Fd s = accept_within(listener, std::chrono::seconds(5));
       if (s.fd < 0) return;
-      char hello[5 * 4 + 2];  // five words and the record "r1": all of it, so
+      char hello[5 * 4 + 2];                   // five words and the record "r1": all of it, so
       (void)recv_raw(s, hello, sizeof hello);  // that closing sends FIN, not RST
       if (!service.reply.empty()) (void)send_raw(s, service.reply.data(), service.reply.size());
     })};

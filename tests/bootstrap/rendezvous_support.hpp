@@ -195,8 +195,7 @@ struct Outcome {
   double seconds = 0;
 };
 
-inline Outcome run_one(const LaunchInfo& info, const std::string& record,
-                       std::int64_t timeout_ms) {
+inline Outcome run_one(const LaunchInfo& info, const std::string& record, std::int64_t timeout_ms) {
   Outcome o;
   const auto start = Clock::now();
   try {

@@ -62,7 +62,7 @@ TEST(TcpRendezvous, PeerWithoutRank0NamesTheAddress) {
   ASSERT_TRUE(out[0].failed);
   EXPECT_EQ(ErrorCode::timeout, out[0].code);
   EXPECT_NE(std::string::npos, out[0].message.find("127.0.0.1, port " + std::to_string(port) +
-                                                     " (ASYNCTP_RENDEZVOUS_PORT)"))
+                                                   " (ASYNCTP_RENDEZVOUS_PORT)"))
       << out[0].message;
   EXPECT_LT(out[0].seconds, 5.0);
 }

@@ -132,8 +132,8 @@ void setup(PeerGridCase& pc, const nat::NativeGemmConfig& config, std::mt19937_6
            std::uint32_t stale_flag) {
   CUDA_ASSERT(cudaSetDevice(0));
   ASSERT_NO_FATAL_FAILURE(pick_shape(pc, config));
-  pc.hp = std::make_unique<HostProblem>(kChunks, pc.m_per_chunk, pc.n, kK,
-                                        !config.has_b_row_major, rng);
+  pc.hp = std::make_unique<HostProblem>(kChunks, pc.m_per_chunk, pc.n, kK, !config.has_b_row_major,
+                                        rng);
   ASSERT_NO_FATAL_FAILURE(upload(*pc.hp, pc.dp, /*a_poisoned=*/true));
   CUDA_ASSERT(pc.a_host.alloc(pc.hp->a_bytes(), cudaHostAllocDefault));
   std::memcpy(pc.a_host.p, pc.hp->a.data(), pc.hp->a_bytes());
@@ -184,8 +184,8 @@ void run_call(PeerGridCase& pc, Pull pull, int pivot, std::uint32_t epoch, CallR
   ASSERT_TRUE(nat::can_implement(*pc.config, args, &reason)) << reason;
   const auto t0 = Clock::now();
   CUDA_ASSERT(nat::launch(*pc.config, args, nullptr, pc.gemm.s));
-  const char* source = static_cast<const char*>(pull == Pull::pinned_host ? pc.a_host.p
-                                                                          : pc.a_peer.p);
+  const char* source =
+      static_cast<const char*>(pull == Pull::pinned_host ? pc.a_host.p : pc.a_peer.p);
   const std::size_t chunk = pc.hp->chunk_bytes();
   for (int i = 0; i < kChunks; ++i) {
     const int c = (pivot + i) % kChunks;
@@ -197,8 +197,8 @@ void run_call(PeerGridCase& pc, Pull pull, int pivot, std::uint32_t epoch, CallR
   Clock::time_point gemm_done, prod_done;
   CUDA_ASSERT(wait_stream_bounded(pc.gemm.s, kHostLimitS, std::string(name(pull)) + " (kernel)",
                                   &gemm_done));
-  CUDA_ASSERT(wait_stream_bounded(pc.prod.s, kHostLimitS, std::string(name(pull)) + " (pull)",
-                                  &prod_done));
+  CUDA_ASSERT(
+      wait_stream_bounded(pc.prod.s, kHostLimitS, std::string(name(pull)) + " (pull)", &prod_done));
   out->host_ms = ms_between(t0, std::max(gemm_done, prod_done));
   CUDA_ASSERT(cudaMemcpy(out->err, pc.dp.err.p, sizeof out->err, cudaMemcpyDeviceToHost));
 }
@@ -243,8 +243,8 @@ void peer_pull_beside_full_grid(Pull pull) {
     ASSERT_EQ(0u, again.err[0]) << nat::native_gemm_error_message(again.err, kTimeoutNs);
     ASSERT_NO_FATAL_FAILURE(expect_correct(*pc.hp, pc.dp, what + ", then pinned host"));
   }
-  std::printf("  OUTCOME summary (%s): %d configs completed, %d timed out\n", name(pull),
-              completed, timed_out);
+  std::printf("  OUTCOME summary (%s): %d configs completed, %d timed out\n", name(pull), completed,
+              timed_out);
 }
 
 TEST(PeerCopyNativeGrid, MemcpyDefaultBesideFullGrid) {

@@ -72,8 +72,7 @@ struct ChildResult {
 
 // Waits for every child up to `limit_s`, kills the ones still running, and
 // reads their logs.
-inline std::vector<ChildResult> wait_children(const std::vector<Child>& children,
-                                              double limit_s) {
+inline std::vector<ChildResult> wait_children(const std::vector<Child>& children, double limit_s) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<long long>(limit_s * 1e3));
   std::vector<int> status(children.size(), -1);

@@ -126,9 +126,9 @@ TEST(NcclEnvironment, LocalRankPastSeveralGpusIsAClearError) {
   } catch (const Error& e) {
     EXPECT_EQ(ErrorCode::invalid_argument, e.code());
     const std::string c = std::to_string(count);
-    EXPECT_NE(std::string::npos, std::string(e.what()).find("LOCAL_RANK: " + c + " names GPU " +
-                                                            c + ", but this process sees " + c +
-                                                            " GPUs"))
+    EXPECT_NE(std::string::npos,
+              std::string(e.what()).find("LOCAL_RANK: " + c + " names GPU " + c +
+                                         ", but this process sees " + c + " GPUs"))
         << e.what();
   }
 }
@@ -181,13 +181,13 @@ TEST_P(NcclProcesses, EachRankItsOwnProcess) {
   ASSERT_GT(port, 0);
   std::vector<nt::Child> children;
   for (int r = 0; r < world; ++r) {
-    children.push_back(nt::spawn_self(
-        "NcclProcessChild.Run",
-        {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(world),
-         "LOCAL_RANK=" + std::to_string(r), "MASTER_ADDR=127.0.0.1",
-         "MASTER_PORT=" + std::to_string(port),
-         std::string(kChildVariable) + "=" + std::to_string(seed.value)},
-        "nccl_child_" + std::to_string(r) + ".log"));
+    children.push_back(
+        nt::spawn_self("NcclProcessChild.Run",
+                       {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(world),
+                        "LOCAL_RANK=" + std::to_string(r), "MASTER_ADDR=127.0.0.1",
+                        "MASTER_PORT=" + std::to_string(port),
+                        std::string(kChildVariable) + "=" + std::to_string(seed.value)},
+                       "nccl_child_" + std::to_string(r) + ".log"));
   }
   const auto results = nt::wait_children(children, 180);
   for (std::size_t r = 0; r < results.size(); ++r) {

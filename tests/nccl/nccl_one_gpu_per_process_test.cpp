@@ -80,8 +80,7 @@ TEST(NcclOneGpuPerProcessChild, Run) {
 
 // The INFO line comm_from_environment logs when LOCAL_RANK is not the device.
 std::string info_line(int local_rank) {
-  return "asynctp INFO LOCAL_RANK " + std::to_string(local_rank) +
-         " but this process sees one GPU";
+  return "asynctp INFO LOCAL_RANK " + std::to_string(local_rank) + " but this process sees one GPU";
 }
 
 TEST(NcclOneGpuPerProcess, LocalRank3SeesOneGpu) {
@@ -118,8 +117,9 @@ TEST(NcclOneGpuPerProcess, TwoRanksOnIsolatedGpus) {
     children.push_back(nt::spawn_self(
         "NcclOneGpuPerProcessChild.Run",
         {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(kWorld),
-         "LOCAL_RANK=" + std::to_string(r), "CUDA_VISIBLE_DEVICES=" + gpus[static_cast<std::size_t>(r)],
-         "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "ASYNCTP_DEBUG=INFO",
+         "LOCAL_RANK=" + std::to_string(r),
+         "CUDA_VISIBLE_DEVICES=" + gpus[static_cast<std::size_t>(r)], "MASTER_ADDR=127.0.0.1",
+         "MASTER_PORT=" + std::to_string(port), "ASYNCTP_DEBUG=INFO",
          std::string(kChildVariable) + "=" + std::to_string(seed.value)},
         "one_gpu_rank_" + std::to_string(r) + ".log"));
   }

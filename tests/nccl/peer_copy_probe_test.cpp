@@ -30,6 +30,8 @@
 //                                                (ncclGetPeerPointer), both methods: must be
 //                                                "copy engines"
 // Every probe is bounded (its grid's waits time out; the host bounds the rest).
+#include "cuda/nccl/peer_copy_probe.hpp"
+
 #include <nccl.h>
 
 #include <cstdio>
@@ -40,7 +42,6 @@
 
 #include "core/rank_threads.hpp"
 #include "cuda/nccl/device_kernels.hpp"
-#include "cuda/nccl/peer_copy_probe.hpp"
 #include "nccl/nccl_support.hpp"
 
 namespace asynctp::nccl {
@@ -59,13 +60,13 @@ PeerCopyProbe probe_with(CopyVerdict verdict) {
 }
 
 TEST(PeerCopyVerdict, OnlyNeedsSmsBlocksNative) {
-  for (CopyVerdict v : {CopyVerdict::copy_engines, CopyVerdict::inconclusive,
-                        CopyVerdict::failed, CopyVerdict::needs_sms}) {
+  for (CopyVerdict v : {CopyVerdict::copy_engines, CopyVerdict::inconclusive, CopyVerdict::failed,
+                        CopyVerdict::needs_sms}) {
     SCOPED_TRACE(to_string(v));
     const PeerCopyProbe probe = probe_with(v);
     const bool blocks = v == CopyVerdict::needs_sms;
     EXPECT_EQ(blocks, peer_copies_need_sms(probe));
-    EXPECT_EQ(blocks, native_blocker(probe).has_value());
+    EXPECT_EQ(blocks, peer_copy_native_blocker(probe).has_value());
     core::BackendCaps caps;
     caps.native_supported = true;
     apply_peer_copy_probe(probe, caps);
@@ -77,7 +78,7 @@ TEST(PeerCopyVerdict, OnlyNeedsSmsBlocksNative) {
 TEST(PeerCopyVerdict, TheReasonNamesTheMethodAndTheEvidence) {
   PeerCopyProbe probe = probe_with(CopyVerdict::needs_sms);
   probe.method = CopyMethod::memcpy_batch_prefer_overlap;
-  const auto why = native_blocker(probe);
+  const auto why = peer_copy_native_blocker(probe);
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(std::string::npos, why->find("cudaMemcpyBatchAsync(PreferOverlapWithCompute)")) << *why;
   EXPECT_NE(std::string::npos, why->find("run on SMs")) << *why;
@@ -136,8 +137,8 @@ TEST(PeerCopyProbe, SameGpuBatchPreferOverlap) {
   ASYNCTP_REQUIRE_GPUS(1, false);
   PatternBuffer source;
   CUDA_ASSERT(source.make(0, kBytes));
-  const PeerCopyProbe probe = probe_copy_beside_full_grid(
-      0, source.p, "GPU 0 (same GPU)", CopyMethod::memcpy_batch_prefer_overlap);
+  const PeerCopyProbe probe = probe_copy_beside_full_grid(0, source.p, "GPU 0 (same GPU)",
+                                                          CopyMethod::memcpy_batch_prefer_overlap);
   report(probe);
   EXPECT_NE(CopyVerdict::inconclusive, probe.verdict) << probe.detail;
 }
@@ -177,9 +178,9 @@ TEST(PeerCopyProbe, PeerGpuBesideFullGrid) {
   }
 }
 
-#define NCCL_ASSERT(call)                                                                \
-  do {                                                                                   \
-    const ncclResult_t asynctp_r_ = (call);                                              \
+#define NCCL_ASSERT(call)                                                                  \
+  do {                                                                                     \
+    const ncclResult_t asynctp_r_ = (call);                                                \
     ASSERT_EQ(ncclSuccess, asynctp_r_) << #call << ": " << ncclGetErrorString(asynctp_r_); \
   } while (0)
 
@@ -210,8 +211,7 @@ TEST(PeerCopyProbe, NcclWindowPeerBesideFullGrid) {
     std::vector<unsigned char> pattern(kBytes);
     for (std::size_t i = 0; i < kBytes; ++i) pattern[i] = static_cast<unsigned char>(i * 29 + 3);
     cudaSetDevice(1);
-    EXPECT_EQ(cudaSuccess,
-              cudaMemcpy(buffers[1], pattern.data(), kBytes, cudaMemcpyHostToDevice));
+    EXPECT_EQ(cudaSuccess, cudaMemcpy(buffers[1], pattern.data(), kBytes, cudaMemcpyHostToDevice));
     cudaSetDevice(0);
     void** peers_device = nullptr;
     std::vector<void*> peers(kWorld, nullptr);

@@ -44,7 +44,7 @@ bool peer_copies_need_sms(const PeerCopyProbe& probe) noexcept {
   return probe.verdict == CopyVerdict::needs_sms;
 }
 
-std::optional<std::string> native_blocker(const PeerCopyProbe& probe) {
+std::optional<std::string> peer_copy_native_blocker(const PeerCopyProbe& probe) {
   if (!peer_copies_need_sms(probe)) return std::nullopt;
   return std::string("the peer pulls (") + to_string(probe.method) +
          ") run on SMs here, and native's persistent grid holds every SM while it waits for "
@@ -53,7 +53,7 @@ std::optional<std::string> native_blocker(const PeerCopyProbe& probe) {
 }
 
 void apply_peer_copy_probe(const PeerCopyProbe& probe, core::BackendCaps& caps) {
-  if (const auto why = native_blocker(probe)) {
+  if (const auto why = peer_copy_native_blocker(probe)) {
     caps.native_supported = false;
     caps.native_unsupported_reason = *why;
   }
@@ -101,8 +101,8 @@ void enqueue_copy(CopyMethod method, void* dst, const void* src, std::size_t byt
              "cudaMemcpyBatchAsync(probe copy)");
 #else
   std::size_t failed_index = 0;
-  check_cuda(cudaMemcpyBatchAsync(dsts, const_cast<void**>(srcs), sizes, 1, &attributes,
-                                  first_copy, 1, &failed_index, stream),
+  check_cuda(cudaMemcpyBatchAsync(dsts, const_cast<void**>(srcs), sizes, 1, &attributes, first_copy,
+                                  1, &failed_index, stream),
              "cudaMemcpyBatchAsync(probe copy)");
 #endif
 #else
@@ -135,8 +135,8 @@ PeerCopyProbe probe_copy_beside_full_grid(int device, const void* source,
                                           const ProbeOptions& options) {
   PeerCopyProbe out;
   out.method = method;
-  const std::string head = std::string(to_string(method)) + " of " + mib(options.bytes) +
-                           " from " + source_name + " to GPU " + std::to_string(device) + ": ";
+  const std::string head = std::string(to_string(method)) + " of " + mib(options.bytes) + " from " +
+                           source_name + " to GPU " + std::to_string(device) + ": ";
   const auto verdict = [&](CopyVerdict v, const std::string& evidence) {
     out.verdict = v;
     out.detail = head + to_string(v) + " (" + evidence + ")";
@@ -175,9 +175,9 @@ PeerCopyProbe probe_copy_beside_full_grid(int device, const void* source,
     check_cuda(cudaMemcpy(flag, &zero, sizeof zero, cudaMemcpyHostToDevice),
                "cudaMemcpy(probe flag)");
     check_cuda(cudaMemcpy(&first, source, 1, cudaMemcpyDefault), "cudaMemcpy(probe source byte)");
-    check_cuda(cudaMemsetAsync(dst_memory.p, static_cast<unsigned char>(~first), options.bytes,
-                               grid.s),
-               "cudaMemsetAsync(probe destination)");
+    check_cuda(
+        cudaMemsetAsync(dst_memory.p, static_cast<unsigned char>(~first), options.bytes, grid.s),
+        "cudaMemsetAsync(probe destination)");
     check_cuda(cudaStreamSynchronize(grid.s), "cudaStreamSynchronize(probe set-up)");
 
     constexpr std::uint32_t kEpoch = 1;
@@ -228,8 +228,8 @@ PeerCopyProbe probe_copy_beside_full_grid(int device, const void* source,
     }
     if (seen.flag_timeouts > 0) {
       return verdict(CopyVerdict::needs_sms,
-                     std::to_string(seen.flag_timeouts) + " of " + grid_text +
-                         " gave up after " + std::to_string(options.grid_timeout_ms) +
+                     std::to_string(seen.flag_timeouts) + " of " + grid_text + " gave up after " +
+                         std::to_string(options.grid_timeout_ms) +
                          " ms without the copy's flag; it came only once they left");
     }
     char ms[32];

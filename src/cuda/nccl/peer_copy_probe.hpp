@@ -17,10 +17,10 @@
 // every SM at once (other work on the device) proves nothing (inconclusive).
 // The copy's bytes are compared with the source's either way.
 //
-// The planner's side is pure: peer_copies_need_sms and native_blocker turn
-// a probe of the method the transport pulls with into "avoid native" and the
-// reason; pipelined still runs (its copies may share SMs with per-chunk
-// GEMMs, which finish without waiting for them).
+// The planner's side is pure: peer_copies_need_sms and
+// peer_copy_native_blocker turn a probe of the method the transport pulls
+// with into "avoid native" and the reason; pipelined still runs (its copies
+// may share SMs with per-chunk GEMMs, which finish without waiting for them).
 #pragma once
 
 #include <cstddef>
@@ -67,15 +67,15 @@ bool peer_copies_need_sms(const PeerCopyProbe& probe) noexcept;
 // or nullopt when the probe does not forbid it (copy_engines; inconclusive
 // and failed prove nothing about SMs: the native kernel's bounded waits
 // still turn a starved copy into a timeout error, never a hang).
-std::optional<std::string> native_blocker(const PeerCopyProbe& probe);
+std::optional<std::string> peer_copy_native_blocker(const PeerCopyProbe& probe);
 
-// Pure. caps with native marked unsupported, for native_blocker's reason,
-// so that auto picks pipelined (or decomposed) and a forced native is an
-// error that says why.
+// Pure. Marks native unsupported in caps, with peer_copy_native_blocker's
+// reason, when there is one: auto then picks pipelined (or decomposed) and
+// a forced native is an error that says why.
 void apply_peer_copy_probe(const PeerCopyProbe& probe, core::BackendCaps& caps);
 
 struct ProbeOptions {
-  std::size_t bytes = 16u << 20;      // copied from source
+  std::size_t bytes = 16u << 20;        // copied from source
   std::int64_t grid_timeout_ms = 2000;  // each of the grid's two bounded waits
 };
 
