@@ -7,9 +7,12 @@
 //  (b) comm_from_environment: one process per GPU under torchrun, mpirun
 //      (Open MPI, MPICH) or srun. RANK/WORLD_SIZE/LOCAL_RANK (or the
 //      launcher's own variables) say who this process is, LOCAL_RANK picks the
-//      GPU, and rank 0 hands the NCCL unique id to the others through a TCP
-//      rendezvous on MASTER_ADDR:MASTER_PORT (no file system, no extra
-//      service: rank 0 serves it for the length of the call).
+//      GPU (device 0 when the launcher leaves each process one GPU through
+//      CUDA_VISIBLE_DEVICES, logged at ASYNCTP_DEBUG=INFO), and rank 0 hands
+//      the NCCL unique id to the others through a TCP rendezvous on
+//      MASTER_ADDR at ASYNCTP_RENDEZVOUS_PORT, by default MASTER_PORT + 1
+//      (MASTER_PORT is torchrun's TCPStore; no file system, no extra service:
+//      rank 0 serves it for the length of the call).
 //  (c) LocalGroup: every local GPU from one process, one host thread per rank
 //      (ncclCommInitAll).
 //
@@ -49,7 +52,8 @@ struct EnvironmentOptions {
 };
 
 // (b) Throws Error(invalid_argument) naming the variable when the launcher's
-// environment is missing or malformed, or when two ranks would share a GPU;
+// environment is missing or malformed, when several GPUs are visible and
+// LOCAL_RANK is not one of them, or when two ranks would share a GPU;
 // Error(mismatch) when the ranks disagree on the world size; Error(timeout)
 // when not every rank reached the rendezvous in time.
 std::unique_ptr<Comm> comm_from_environment(const EnvironmentOptions& options = {});

@@ -4,6 +4,8 @@
 # `timeout`, logs under $OUT, a summary last. Build here first
 # (scripts/build-device-bundle) and carry .devbin.
 #   machine    nvidia-smi, nvidia-smi topo -m, the NCCL version: how the GPUs link
+#   peer-copy  do peer pulls need SMs? (PeerCopy* tests: a copy from the other GPU
+#              beside a grid on every SM, the probe and the native kernel's)
 #   tests      asynctp_nccl_tests: W = 2, 4, 8 as one process driving every GPU
 #              and as one process per rank (suites above the GPU count skip)
 #   launcher   `asynctp run --check` as one process per GPU under torchrun
@@ -23,7 +25,7 @@ bin=.devbin/gpu
 world=$(nvidia-smi -L | grep -c '^GPU')
 if [ "${1:-}" = "-w" ]; then world=$2; shift 2; fi
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(machine tests launcher bench torch)
+[ ${#steps[@]} -eq 0 ] && steps=(machine peer-copy tests launcher bench torch)
 iters=${ITERS:-10}
 shapes="8192x8192x8192"
 for m in 2048 4096 8192 16384 32768; do
@@ -61,6 +63,8 @@ export -f machine bench_shapes launch
 for step in "${steps[@]}"; do
   case $step in
     machine) run_step machine 60 bash -c machine ;;
+    peer-copy) run_step peer-copy 300 bash -c '"$bin/asynctp_nccl_tests" --gtest_filter="PeerCopy*";
+                 a=$?; "$bin/asynctp_gpu_tests" --gtest_filter="PeerCopyNativeGrid.*" && exit $a' ;;
     tests) run_step tests 420 "$bin/asynctp_nccl_tests" --gtest_brief=1 ;;
     launcher) run_step launcher 240 bash -c 'launch --no-python "$bin/asynctp" run -m 8192 \
                 -n 2048 -k 2048 --check' ;;

@@ -68,6 +68,17 @@ std::optional<Found> read_launcher(const LauncherVars& v, const core::EnvLookup&
 
 }  // namespace
 
+int default_rendezvous_port(int master_port) {
+  return master_port < 65535 ? master_port + 1 : master_port - 1;
+}
+
+std::string describe_rendezvous_port(const LaunchInfo& info) {
+  return "port " + std::to_string(info.rendezvous_port) + " (" +
+         (info.rendezvous_port_source.empty() ? std::string("rendezvous_port")
+                                              : info.rendezvous_port_source) +
+         ")";
+}
+
 std::optional<LaunchInfo> launch_info_from_env(const core::EnvLookup& env) {
   std::vector<Found> found;
   for (const LauncherVars& v : kLaunchers) {
@@ -103,16 +114,35 @@ std::optional<LaunchInfo> launch_info_from_env(const core::EnvLookup& env) {
 
   const auto addr = env("MASTER_ADDR");
   const auto port = env("MASTER_PORT");
+  const auto rendezvous = env(kRendezvousPortVariable);
   if (info.world_size > 1) {
     if (!addr || addr->empty()) {
       fail("MASTER_ADDR",
-           "not set; the rendezvous listens on rank 0's host at MASTER_ADDR:"
-           "MASTER_PORT (torchrun sets both; export them for mpirun or srun)");
+           "not set; the rendezvous listens on rank 0's host at MASTER_ADDR (torchrun sets it; "
+           "export it for mpirun or srun)");
     }
-    if (!port) fail("MASTER_PORT", "not set; the rendezvous needs rank 0's port");
+    if (!port && !rendezvous) {
+      fail("MASTER_PORT",
+           "not set; the rendezvous needs a port on rank 0's host: ASYNCTP_RENDEZVOUS_PORT, or "
+           "by default MASTER_PORT + 1 (torchrun sets MASTER_PORT)");
+    }
   }
   if (addr) info.master_addr = *addr;
   if (port) info.master_port = parse_int("MASTER_PORT", *port, 1, 65535);
+  if (rendezvous) {
+    info.rendezvous_port = parse_int(kRendezvousPortVariable, *rendezvous, 1, 65535);
+    info.rendezvous_port_source = kRendezvousPortVariable;
+    if (info.rendezvous_port == info.master_port) {
+      fail(kRendezvousPortVariable,
+           "must differ from MASTER_PORT (" + *port +
+               "), where torchrun's and init_process_group's TCPStore listens; unset it to use "
+               "MASTER_PORT + 1");
+    }
+  } else if (info.master_port > 0) {
+    info.rendezvous_port = default_rendezvous_port(info.master_port);
+    info.rendezvous_port_source =
+        info.rendezvous_port > info.master_port ? "MASTER_PORT + 1" : "MASTER_PORT - 1";
+  }
   return info;
 }
 

@@ -67,10 +67,10 @@ Socket& Socket::operator=(Socket&& other) noexcept {
   return *this;
 }
 
-Socket listen_on(int port) {
-  const std::string what = "rendezvous: listening on MASTER_PORT " + std::to_string(port);
+Socket listen_on(int port, const std::string& what) {
+  const std::string where = "rendezvous: rank 0 listening on " + what;
   Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!s.valid()) fail_errno(what + " (socket)", errno);
+  if (!s.valid()) fail_errno(where + " (socket)", errno);
   const int one = 1;
   ::setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
@@ -78,9 +78,16 @@ Socket listen_on(int port) {
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
   if (::bind(s.fd(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-    fail_errno(what + " (bind; is the port in use?)", errno);
+    const int error = errno;
+    if (error == EADDRINUSE || error == EACCES) {
+      throw Error(ErrorCode::backend,
+                  where + ": " + std::strerror(error) +
+                      "; another process holds the port (a job's TCPStore, another job's "
+                      "rendezvous): choose a free one with ASYNCTP_RENDEZVOUS_PORT");
+    }
+    fail_errno(where + " (bind)", error);
   }
-  if (::listen(s.fd(), 1024) != 0) fail_errno(what + " (listen)", errno);
+  if (::listen(s.fd(), 1024) != 0) fail_errno(where + " (listen)", errno);
   set_nonblocking(s.fd());
   return s;
 }
@@ -96,9 +103,9 @@ Socket accept_until(const Socket& listener, Deadline deadline) {
   }
 }
 
-Socket connect_until(const std::string& host, int port, Deadline deadline) {
-  const std::string where =
-      "rendezvous: connecting to MASTER_ADDR:MASTER_PORT " + host + ":" + std::to_string(port);
+Socket connect_until(const std::string& host, int port, Deadline deadline,
+                     const std::string& what) {
+  const std::string where = "rendezvous: connecting to rank 0 at MASTER_ADDR " + host + ", " + what;
   addrinfo hints{};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;

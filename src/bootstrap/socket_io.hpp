@@ -29,13 +29,15 @@ class Socket {
   int fd_ = -1;
 };
 
-// Listens on every IPv4 interface at `port`.
-Socket listen_on(int port);
+// Listens on every IPv4 interface at `port`; `what` names the port (and the
+// variable that chose it) in errors. Fails at once when the port is taken.
+Socket listen_on(int port, const std::string& what);
 // An accepted connection, or an invalid Socket once `deadline` passes.
 Socket accept_until(const Socket& listener, Deadline deadline);
 // Connects to host:port, retrying refused connections (the listener may not
-// be up yet) until `deadline`; throws Error(timeout) naming host:port then.
-Socket connect_until(const std::string& host, int port, Deadline deadline);
+// be up yet) until `deadline`; throws Error(timeout) naming host:port and
+// `what` (the port's variable) then.
+Socket connect_until(const std::string& host, int port, Deadline deadline, const std::string& what);
 
 // Whole-buffer transfers; throw Error(timeout) past the deadline and
 // Error(backend) when the peer closes or the socket fails. `what` names the

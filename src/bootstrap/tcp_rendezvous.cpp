@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,13 +16,24 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// "ATPR": tells a stray connection (a port scanner, another job on a reused
-// port) from a rank.
+// "ATPR": tells a stray connection (a port scanner, another service on the
+// port) from a rank, both ways.
 constexpr std::uint32_t kMagic = 0x41545052u;
-constexpr std::uint32_t kVersion = 1;
+// 2: rank 0 answers each hello at once with (magic, version).
+constexpr std::uint32_t kVersion = 2;
 constexpr std::uint32_t kStatusOk = 0;
 constexpr std::uint32_t kStatusMismatch = 1;
 constexpr std::uint32_t kStatusTimeout = 2;
+
+// A rank says hello as soon as it connects, so a connection that stays silent
+// (not a rank) may hold rank 0 up this long at most; a peer allows rank 0 as
+// long to answer beyond its own connect deadline.
+constexpr auto kHelloWindow = std::chrono::seconds(2);
+// How long rank 0 spends sending the verdict to one peer: one that does not
+// read it costs the others this much, no more.
+constexpr auto kReplyWindow = std::chrono::seconds(5);
+// Ranks named in a "did not connect" error; the rest are counted.
+constexpr std::size_t kRanksListed = 16;
 
 struct Hello {
   std::uint32_t world_size = 0;
@@ -28,6 +41,8 @@ struct Hello {
   std::string record;
 };
 
+// The length is checked before anything is allocated: a wrong or hostile
+// length costs nothing.
 std::string recv_bytes(const Socket& s, Deadline deadline, const std::string& what) {
   const std::uint32_t length = recv_u32(s, deadline, what);
   if (length > kMaxRecordBytes) {
@@ -46,89 +61,104 @@ void send_bytes(const Socket& s, const std::string& bytes, Deadline deadline,
   send_all(s, bytes.data(), bytes.size(), deadline, what);
 }
 
-// A hello, or nullopt for a connection that is not an asynctp rank.
+std::string hex(std::uint32_t value) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08x", value);
+  return text;
+}
+
+// A rank's hello, answered at once with (magic, version); nullopt for a
+// connection that is not an asynctp rank of this version, or that is gone
+// before its answer. An asynctp rank of another version gets the answer
+// too, so that it can say what is wrong.
 std::optional<Hello> read_hello(const Socket& s, Deadline deadline) {
   const std::string what = "rendezvous: reading a rank's hello";
   try {
     if (recv_u32(s, deadline, what) != kMagic) return std::nullopt;
-    if (recv_u32(s, deadline, what) != kVersion) return std::nullopt;
+    const std::uint32_t version = recv_u32(s, deadline, what);
+    if (version != kVersion) {
+      send_u32(s, kMagic, deadline, what);
+      send_u32(s, kVersion, deadline, what);
+      return std::nullopt;
+    }
     Hello h;
     h.world_size = recv_u32(s, deadline, what);
     h.rank = recv_u32(s, deadline, what);
     h.record = recv_bytes(s, deadline, what);
+    send_u32(s, kMagic, deadline, what);
+    send_u32(s, kVersion, deadline, what);
     return h;
   } catch (const Error&) {
     return std::nullopt;  // a stray or broken connection must not end the job
   }
 }
 
-std::string list(const std::vector<int>& ranks) {
+// "" when `h` may join; else why the job fails.
+std::string check_hello(const Hello& h, int world, const std::map<int, std::string>& records) {
+  if (static_cast<std::int64_t>(h.world_size) != world) {
+    return "rendezvous: rank " + std::to_string(h.rank) + " says the world size is " +
+           std::to_string(h.world_size) + ", rank 0 says " + std::to_string(world);
+  }
+  if (h.rank == 0 || static_cast<std::int64_t>(h.rank) >= world) {
+    return "rendezvous: a peer claims rank " + std::to_string(h.rank) +
+           ", which is not a peer rank in [1, " + std::to_string(world) + ")";
+  }
+  if (records.count(static_cast<int>(h.rank))) {
+    return "rendezvous: two processes claim rank " + std::to_string(h.rank);
+  }
+  return "";
+}
+
+// "ranks 1, 2 did not connect" with at most kRanksListed ranks named; found
+// in O(ranks seen), whatever the world size.
+std::string missing_ranks(int world, const std::map<int, std::string>& records) {
+  const std::size_t missing = static_cast<std::size_t>(world) - records.size();
   std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
-  return out;
+  std::size_t listed = 0;
+  for (int r = 1; r < world && listed < kRanksListed; ++r) {
+    if (records.count(r)) continue;
+    out += (listed++ ? ", " : "") + std::to_string(r);
+  }
+  if (missing > listed) out += " and " + std::to_string(missing - listed) + " more";
+  return (missing > 1 ? "ranks " : "rank ") + out;
 }
 
 // Rank 0: collect every peer's hello, then send everyone the same verdict.
 std::vector<std::string> serve(const LaunchInfo& info, const std::string& record,
                                Deadline deadline) {
   const int world = info.world_size;
-  const Socket listener = listen_on(info.master_port);
-  std::vector<Socket> peers;
-  std::vector<Hello> hellos;
-  while (static_cast<int>(hellos.size()) < world - 1) {
-    Socket s = accept_until(listener, deadline);
-    if (!s.valid()) break;  // the deadline passed
-    // A rank says hello as soon as it connects; a connection that stays
-    // silent (not a rank) may not hold up the others for long.
-    const Deadline hello_deadline = std::min(deadline, Clock::now() + std::chrono::seconds(2));
-    if (auto hello = read_hello(s, hello_deadline)) {
-      hellos.push_back(std::move(*hello));
-      peers.push_back(std::move(s));
-    }
-  }
-
+  const std::string port = describe_rendezvous_port(info);
+  const Socket listener = listen_on(info.rendezvous_port, port);
+  std::vector<Socket> peers;  // every rank that said hello, to be told the verdict
+  std::map<int, std::string> records{{0, record}};
   std::string error;
   ErrorCode code = ErrorCode::mismatch;
-  std::vector<std::string> records(static_cast<std::size_t>(world));
-  std::vector<bool> seen(static_cast<std::size_t>(world), false);
-  records[0] = record;
-  seen[0] = true;
-  for (const Hello& h : hellos) {
-    if (!error.empty()) break;
-    if (static_cast<int>(h.world_size) != world) {
-      error = "rendezvous: rank " + std::to_string(h.rank) + " says the world size is " +
-              std::to_string(h.world_size) + ", rank 0 says " + std::to_string(world);
-    } else if (h.rank == 0 || static_cast<int>(h.rank) >= world) {
-      error = "rendezvous: a peer claims rank " + std::to_string(h.rank) +
-              ", which is not a peer rank in [1, " + std::to_string(world) + ")";
-    } else if (seen[h.rank]) {
-      error = "rendezvous: two processes claim rank " + std::to_string(h.rank);
-    } else {
-      seen[h.rank] = true;
-      records[h.rank] = h.record;
-    }
+  // Until every peer slot has said hello: after an error too, so that the
+  // ranks still coming hear the same error rather than a closed port.
+  while (static_cast<std::int64_t>(peers.size()) < world - 1) {
+    Socket s = accept_until(listener, deadline);
+    if (!s.valid()) break;  // the deadline passed
+    auto hello = read_hello(s, std::min(deadline, Clock::now() + kHelloWindow));
+    if (!hello) continue;
+    peers.push_back(std::move(s));
+    if (!error.empty()) continue;
+    error = check_hello(*hello, world, records);
+    if (error.empty()) records.emplace(static_cast<int>(hello->rank), std::move(hello->record));
   }
-  if (error.empty()) {
-    std::vector<int> missing;
-    for (int r = 1; r < world; ++r) {
-      if (!seen[static_cast<std::size_t>(r)]) missing.push_back(r);
-    }
-    if (!missing.empty()) {
-      code = ErrorCode::timeout;
-      error = "rendezvous on MASTER_PORT " + std::to_string(info.master_port) + ": rank" +
-              (missing.size() > 1 ? "s " : " ") + list(missing) +
-              " did not connect before the timeout";
-    }
+  if (error.empty() && static_cast<std::int64_t>(records.size()) < world) {
+    code = ErrorCode::timeout;
+    error = "rendezvous on " + port + ": " + missing_ranks(world, records) +
+            " did not connect before the timeout";
   }
 
   // The verdict goes to everyone who came; a peer that cannot be told is not
   // worth failing the others for (it times out on its own).
-  const Deadline reply_deadline = Clock::now() + std::chrono::seconds(5);
   for (const Socket& s : peers) {
+    const Deadline reply_deadline = Clock::now() + kReplyWindow;
     try {
       if (error.empty()) {
         send_u32(s, kStatusOk, reply_deadline, "rendezvous: sending the records");
-        for (const std::string& r : records) {
+        for (const auto& [rank, r] : records) {
           send_bytes(s, r, reply_deadline, "rendezvous: sending the records");
         }
       } else {
@@ -140,27 +170,53 @@ std::vector<std::string> serve(const LaunchInfo& info, const std::string& record
     }
   }
   if (!error.empty()) throw Error(code, error);
-  return records;
+  std::vector<std::string> out;
+  out.reserve(records.size());
+  for (auto& [rank, r] : records) out.push_back(std::move(r));
+  return out;
 }
 
-// A peer: say hello to rank 0 and wait for its verdict.
+// A peer: say hello to rank 0, check that rank 0 answers, wait for its verdict.
 std::vector<std::string> join(const LaunchInfo& info, const std::string& record,
                               Deadline connect_deadline, Deadline reply_deadline) {
-  const Socket s = connect_until(info.master_addr, info.master_port, connect_deadline);
-  const std::string hello = "rendezvous: rank " + std::to_string(info.rank) + " saying hello";
-  send_u32(s, kMagic, connect_deadline, hello);
-  send_u32(s, kVersion, connect_deadline, hello);
-  send_u32(s, static_cast<std::uint32_t>(info.world_size), connect_deadline, hello);
-  send_u32(s, static_cast<std::uint32_t>(info.rank), connect_deadline, hello);
-  send_bytes(s, record, connect_deadline, hello);
+  const std::string port = describe_rendezvous_port(info);
+  const std::string self = "rendezvous: rank " + std::to_string(info.rank);
+  const std::string at = "rank 0 at " + info.master_addr + ", " + port;
+  const Socket s = connect_until(info.master_addr, info.rendezvous_port, connect_deadline, port);
+  // Rank 0 answers a hello at once: one that does not come means something
+  // else holds the port.
+  const Deadline answer_deadline = std::max(connect_deadline, Clock::now() + kHelloWindow);
+  const std::string hello = self + " saying hello to " + at;
+  send_u32(s, kMagic, answer_deadline, hello);
+  send_u32(s, kVersion, answer_deadline, hello);
+  send_u32(s, static_cast<std::uint32_t>(info.world_size), answer_deadline, hello);
+  send_u32(s, static_cast<std::uint32_t>(info.rank), answer_deadline, hello);
+  send_bytes(s, record, answer_deadline, hello);
 
-  const std::string wait = "rendezvous: rank " + std::to_string(info.rank) +
-                           " waiting for rank 0 at " + info.master_addr + ":" +
-                           std::to_string(info.master_port);
+  const std::string answer = self + " waiting for " + at +
+                             " to answer its hello (no answer: another service holds that port, "
+                             "e.g. a TCPStore; ASYNCTP_RENDEZVOUS_PORT chooses another)";
+  const std::uint32_t magic = recv_u32(s, answer_deadline, answer);
+  if (magic != kMagic) {
+    throw Error(ErrorCode::backend,
+                answer + ": the answer (" + hex(magic) + ") is not asynctp's rendezvous");
+  }
+  const std::uint32_t version = recv_u32(s, answer_deadline, answer);
+  if (version != kVersion) {
+    throw Error(ErrorCode::mismatch, self + ": " + at + " speaks rendezvous version " +
+                                         std::to_string(version) + ", this rank " +
+                                         std::to_string(kVersion) +
+                                         " (ranks of different asynctp builds)");
+  }
+
+  const std::string wait = self + " waiting for " + at + " to hear from every rank";
   const std::uint32_t status = recv_u32(s, reply_deadline, wait);
-  if (status != kStatusOk) {
+  if (status == kStatusMismatch || status == kStatusTimeout) {
     const std::string error = recv_bytes(s, reply_deadline, wait);
     throw Error(status == kStatusTimeout ? ErrorCode::timeout : ErrorCode::mismatch, error);
+  }
+  if (status != kStatusOk) {
+    throw Error(ErrorCode::backend, wait + ": rank 0 sent an unknown status " + hex(status));
   }
   std::vector<std::string> records(static_cast<std::size_t>(info.world_size));
   for (std::string& r : records) r = recv_bytes(s, reply_deadline, wait);
@@ -186,9 +242,10 @@ std::vector<std::string> all_gather_records(const LaunchInfo& info, const std::s
                 "timeout_ms: must be positive, got " + std::to_string(timeout_ms));
   }
   if (info.world_size == 1) return {record};
-  if (info.master_port < 1 || info.master_port > 65535) {
-    throw Error(ErrorCode::invalid_argument,
-                "MASTER_PORT: must lie in [1, 65535], got " + std::to_string(info.master_port));
+  if (info.rendezvous_port < 1 || info.rendezvous_port > 65535) {
+    throw Error(ErrorCode::invalid_argument, std::string(kRendezvousPortVariable) +
+                                                 ": must lie in [1, 65535], got " +
+                                                 std::to_string(info.rendezvous_port));
   }
   const Deadline start = Clock::now();
   const Deadline deadline = start + std::chrono::milliseconds(timeout_ms);

@@ -1,6 +1,7 @@
 // The launcher environment: each launcher's variables give rank, size and
-// local rank; MASTER_ADDR/MASTER_PORT are required with several ranks; bad
-// or conflicting values are errors naming the variable.
+// local rank; MASTER_ADDR and a rendezvous port (ASYNCTP_RENDEZVOUS_PORT, or
+// MASTER_PORT + 1) are required with several ranks; bad or conflicting values
+// are errors naming the variable.
 #include "bootstrap/launch_env.hpp"
 
 #include <gtest/gtest.h>
@@ -127,6 +128,60 @@ TEST(LaunchEnv, SeveralRanksNeedTheRendezvousAddress) {
   ASSERT_TRUE(single.has_value());
   EXPECT_EQ(1, single->world_size);
   EXPECT_EQ(0, single->local_rank);
+}
+
+TEST(LaunchEnv, RendezvousPortIsMasterPortPlusOneByDefault) {
+  const Env ranks = {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}};
+  auto info = launch_info_from_env(lookup(with_master(ranks)));
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(29500, info->master_port);
+  EXPECT_EQ(29501, info->rendezvous_port);
+  EXPECT_EQ("MASTER_PORT + 1", info->rendezvous_port_source);
+  EXPECT_EQ("port 29501 (MASTER_PORT + 1)", describe_rendezvous_port(*info));
+
+  Env top = ranks;
+  top["MASTER_ADDR"] = "h";
+  top["MASTER_PORT"] = "65535";
+  info = launch_info_from_env(lookup(top));
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(65534, info->rendezvous_port);
+  EXPECT_EQ("MASTER_PORT - 1", info->rendezvous_port_source);
+}
+
+TEST(LaunchEnv, RendezvousPortVariableWins) {
+  Env env = with_master({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}});
+  env["ASYNCTP_RENDEZVOUS_PORT"] = "7000";
+  auto info = launch_info_from_env(lookup(env));
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(29500, info->master_port);
+  EXPECT_EQ(7000, info->rendezvous_port);
+  EXPECT_EQ("port 7000 (ASYNCTP_RENDEZVOUS_PORT)", describe_rendezvous_port(*info));
+
+  // Under mpirun or srun nothing needs MASTER_PORT when the port is given.
+  env.erase("MASTER_PORT");
+  info = launch_info_from_env(lookup(env));
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(0, info->master_port);
+  EXPECT_EQ(7000, info->rendezvous_port);
+}
+
+TEST(LaunchEnv, BadRendezvousPortsNameTheVariable) {
+  const Env ranks = with_master({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}});
+  const struct {
+    const char* value;
+    const char* needle;
+  } cases[] = {
+      {"x", "ASYNCTP_RENDEZVOUS_PORT: must be an integer"},
+      {"0", "ASYNCTP_RENDEZVOUS_PORT: must lie in [1, 65535]"},
+      {"65536", "ASYNCTP_RENDEZVOUS_PORT: must lie in [1, 65535]"},
+      {"29500", "ASYNCTP_RENDEZVOUS_PORT: must differ from MASTER_PORT (29500)"},
+  };
+  for (const auto& c : cases) {
+    Env env = ranks;
+    env["ASYNCTP_RENDEZVOUS_PORT"] = c.value;
+    const std::string e = error_for(env);
+    EXPECT_NE(std::string::npos, e.find(c.needle)) << e;
+  }
 }
 
 }  // namespace

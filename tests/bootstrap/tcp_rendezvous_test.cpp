@@ -5,79 +5,19 @@
 // ignored.
 #include "bootstrap/tcp_rendezvous.hpp"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "asynctp/error.hpp"
-#include "core/rank_threads.hpp"
+#include "bootstrap/rendezvous_support.hpp"
 
 namespace asynctp::bootstrap {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// A port nobody listens on right now (the kernel's pick for port 0).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ADD_FAILURE() << "cannot pick a free port";
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-LaunchInfo info_for(int rank, int world, int port) {
-  LaunchInfo info;
-  info.launcher = "test";
-  info.rank = rank;
-  info.world_size = world;
-  info.master_addr = "127.0.0.1";
-  info.master_port = port;
-  return info;
-}
-
-struct Outcome {
-  std::vector<std::string> records;
-  bool failed = false;
-  ErrorCode code = ErrorCode::backend;
-  std::string message;
-  double seconds = 0;
-};
-
-// Runs one rendezvous call per entry of `infos`, each on its own thread.
-std::vector<Outcome> run_all(const std::vector<LaunchInfo>& infos,
-                             const std::vector<std::string>& records, std::int64_t timeout_ms) {
-  std::vector<Outcome> out(infos.size());
-  core::run_on_rank_threads(static_cast<int>(infos.size()), [&](int i) {
-    Outcome& o = out[static_cast<std::size_t>(i)];
-    const auto start = Clock::now();
-    try {
-      o.records = all_gather_records(infos[static_cast<std::size_t>(i)],
-                                     records[static_cast<std::size_t>(i)], timeout_ms);
-    } catch (const Error& e) {
-      o.failed = true;
-      o.code = e.code();
-      o.message = e.what();
-    }
-    o.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  });
-  return out;
-}
+using namespace test;
 
 TEST(TcpRendezvous, EveryRankGetsEveryRecordInRankOrder) {
   constexpr int kWorld = 5;
@@ -121,7 +61,8 @@ TEST(TcpRendezvous, PeerWithoutRank0NamesTheAddress) {
   const auto out = run_all({info_for(1, 2, port)}, {"r1"}, 300);
   ASSERT_TRUE(out[0].failed);
   EXPECT_EQ(ErrorCode::timeout, out[0].code);
-  EXPECT_NE(std::string::npos, out[0].message.find("127.0.0.1:" + std::to_string(port)))
+  EXPECT_NE(std::string::npos, out[0].message.find("127.0.0.1, port " + std::to_string(port) +
+                                                   " (ASYNCTP_RENDEZVOUS_PORT)"))
       << out[0].message;
   EXPECT_LT(out[0].seconds, 5.0);
 }
@@ -152,39 +93,22 @@ TEST(TcpRendezvous, DisagreementsEndEveryRankWithTheSameError) {
   }
 }
 
-// Connects to 127.0.0.1:port (retrying until rank 0 listens) and returns the
-// descriptor, or -1 after two seconds.
-int connect_when_listening(int port) {
-  const auto give_up = Clock::now() + std::chrono::seconds(2);
-  while (Clock::now() < give_up) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
-    ::close(fd);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return -1;
-}
-
 TEST(TcpRendezvous, StrayConnectionsAreIgnored) {
   const int port = free_port();
   Outcome rank0;
-  std::thread server([&] { rank0 = run_all({info_for(0, 2, port)}, {"zero"}, 10'000)[0]; });
+  Joined server{std::thread([&] { rank0 = run_one(info_for(0, 2, port), "zero", 10'000); })};
   // Before the real peer: one connection that sends something else, one that
   // sends nothing at all (rank 0 stops waiting for its hello after 2 s).
-  const int junk_fd = connect_when_listening(port);
-  ASSERT_GE(junk_fd, 0) << "rank 0 never listened";
-  const char junk[] = "GET / HTTP/1.0\r\n\r\n";
-  (void)::send(junk_fd, junk, sizeof junk, MSG_NOSIGNAL);
-  ::close(junk_fd);
-  const int silent_fd = connect_when_listening(port);
-  ASSERT_GE(silent_fd, 0);
-  const Outcome rank1 = run_all({info_for(1, 2, port)}, {"one"}, 10'000)[0];
-  server.join();
-  ::close(silent_fd);
+  {
+    const Fd junk = connect_when_listening(port);
+    ASSERT_GE(junk.fd, 0) << "rank 0 never listened";
+    const char text[] = "GET / HTTP/1.0\r\n\r\n";
+    (void)send_raw(junk, text, sizeof text);
+  }
+  const Fd silent = connect_when_listening(port);
+  ASSERT_GE(silent.fd, 0);
+  const Outcome rank1 = run_one(info_for(1, 2, port), "one", 10'000);
+  server.thread.join();
   for (const Outcome* o : {static_cast<const Outcome*>(&rank0), &rank1}) {
     ASSERT_FALSE(o->failed) << o->message;
     EXPECT_EQ((std::vector<std::string>{"zero", "one"}), o->records);
@@ -207,7 +131,8 @@ TEST(TcpRendezvous, BadArgumentsAreRejectedBeforeAnyNetworking) {
                 .find("record: must be at most"));
   EXPECT_NE(std::string::npos, message_of(info_for(2, 2, 1), "r", 100).find("must lie in [0, 2)"));
   EXPECT_NE(std::string::npos, message_of(info_for(0, 2, 1), "r", 0).find("timeout_ms"));
-  EXPECT_NE(std::string::npos, message_of(info_for(1, 2, 0), "r", 100).find("MASTER_PORT"));
+  EXPECT_NE(std::string::npos, message_of(info_for(1, 2, 0), "r", 100)
+                                   .find("ASYNCTP_RENDEZVOUS_PORT: must lie in [1, 65535]"));
 }
 
 }  // namespace

@@ -5,36 +5,27 @@
 //                            needed: the error comes first); a world of one
 //                            through the whole path (rendezvous, NCCL init,
 //                            calls checked vs float64); two ranks naming one
-//                            GPU refused on both; a local rank past the GPUs.
+//                            GPU refused on both; a local rank past several
+//                            GPUs (2 or more visible).
 //   NcclProcesses/W.*        W = 1, 2, 4, 8 child processes of this test
 //                            binary, each one rank (RANK, WORLD_SIZE,
 //                            LOCAL_RANK, MASTER_ADDR, MASTER_PORT set as
-//                            torchrun sets them), each checking its own C for
+//                            torchrun sets them, MASTER_PORT held by this
+//                            process as torchrun's TCPStore holds it), each
+//                            checking its own C for
 //                            every algorithm; skip when fewer than W GPUs.
 //                            Bounded: a child still running after 180 s is
 //                            killed and the test fails.
 //   NcclProcessChild.Run     the child's body; skips unless started so.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bootstrap/rendezvous_support.hpp"
 #include "cuda/nccl/environment_comm.hpp"
+#include "nccl/child_process.hpp"
 #include "nccl/nccl_support.hpp"
-
-extern char** environ;
 
 namespace asynctp {
 namespace {
@@ -44,22 +35,7 @@ using asynctp_test::Seed;
 namespace lb = asynctp_test::loopback;
 namespace nt = asynctp_test::nccl;
 
-// An ephemeral port nobody listens on right now.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof address;
-  int port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  if (fd >= 0) ::close(fd);
-  return port;
-}
+using asynctp::bootstrap::test::free_port;
 
 bootstrap::LaunchInfo launch(int rank, int world, int local_rank, int port) {
   bootstrap::LaunchInfo info;
@@ -68,7 +44,8 @@ bootstrap::LaunchInfo launch(int rank, int world, int local_rank, int port) {
   info.world_size = world;
   info.local_rank = local_rank;
   info.master_addr = "127.0.0.1";
-  info.master_port = port;
+  info.rendezvous_port = port;
+  info.rendezvous_port_source = bootstrap::kRendezvousPortVariable;
   return info;
 }
 
@@ -137,15 +114,21 @@ TEST(NcclEnvironment, TwoRanksOnOneGpuAreRefusedOnBoth) {
   }
 }
 
-TEST(NcclEnvironment, LocalRankPastTheGpusIsAClearError) {
+TEST(NcclEnvironment, LocalRankPastSeveralGpusIsAClearError) {
   ASYNCTP_REQUIRE_GPUS(1, false);
   const int count = nt::gpu_count();
+  if (count < 2) {
+    GTEST_SKIP() << "one GPU visible: every LOCAL_RANK uses it (nccl_one_gpu_per_process_test)";
+  }
   try {
     (void)nccl::comm_from_launch_info(launch(0, 1, count, free_port()), {});
     FAIL() << "local rank " << count << " accepted with " << count << " GPUs";
   } catch (const Error& e) {
     EXPECT_EQ(ErrorCode::invalid_argument, e.code());
-    EXPECT_NE(std::string::npos, std::string(e.what()).find("LOCAL_RANK: rank 0 would use GPU"))
+    const std::string c = std::to_string(count);
+    EXPECT_NE(std::string::npos,
+              std::string(e.what()).find("LOCAL_RANK: " + c + " names GPU " + c +
+                                         ", but this process sees " + c + " GPUs"))
         << e.what();
   }
 }
@@ -191,66 +174,27 @@ TEST_P(NcclProcesses, EachRankItsOwnProcess) {
   ASYNCTP_REQUIRE_GPUS(world, true);
   const Seed seed;
   SCOPED_TRACE(seed.note());
-  const std::string self = "/proc/self/exe";
-  const int port = free_port();
-  std::vector<pid_t> children;
-  std::vector<std::string> logs;
+  // MASTER_PORT held, as torchrun's TCPStore holds it: the ranks meet on
+  // the default rendezvous port, MASTER_PORT + 1.
+  bootstrap::test::Fd store;
+  const int port = bootstrap::test::held_port_with_free_successor(&store);
+  ASSERT_GT(port, 0);
+  std::vector<nt::Child> children;
   for (int r = 0; r < world; ++r) {
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
-    const std::string log = ::testing::TempDir() + "nccl_child_" + std::to_string(r) + ".log";
-    logs.push_back(log);
-    for (const std::string& kv :
-         {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(world),
-          "LOCAL_RANK=" + std::to_string(r), std::string("MASTER_ADDR=127.0.0.1"),
-          "MASTER_PORT=" + std::to_string(port),
-          std::string(kChildVariable) + "=" + std::to_string(seed.value)}) {
-      env_strings.push_back(kv);
-    }
-    std::vector<char*> envp;
-    for (std::string& kv : env_strings) envp.push_back(kv.data());
-    envp.push_back(nullptr);
-    std::string filter = "--gtest_filter=NcclProcessChild.Run";
-    std::vector<char*> argv = {const_cast<char*>(self.c_str()), filter.data(), nullptr};
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    ASSERT_EQ(0, rc) << "posix_spawn of rank " << r;
-    children.push_back(pid);
+    children.push_back(
+        nt::spawn_self("NcclProcessChild.Run",
+                       {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(world),
+                        "LOCAL_RANK=" + std::to_string(r), "MASTER_ADDR=127.0.0.1",
+                        "MASTER_PORT=" + std::to_string(port),
+                        std::string(kChildVariable) + "=" + std::to_string(seed.value)},
+                       "nccl_child_" + std::to_string(r) + ".log"));
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
-  std::vector<int> status(children.size(), -1);
-  std::size_t running = children.size();
-  while (running > 0 && std::chrono::steady_clock::now() < deadline) {
-    for (std::size_t r = 0; r < children.size(); ++r) {
-      if (status[r] != -1) continue;
-      int s = 0;
-      if (::waitpid(children[r], &s, WNOHANG) == children[r]) {
-        status[r] = s;
-        --running;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  for (std::size_t r = 0; r < children.size(); ++r) {
-    if (status[r] == -1) {
-      ::kill(children[r], SIGKILL);
-      ::waitpid(children[r], nullptr, 0);
-      ADD_FAILURE() << "rank " << r << " still running after 180 s (killed); log " << logs[r];
-      continue;
-    }
-    std::ifstream in(logs[r]);
-    std::stringstream text;
-    text << in.rdbuf();
-    EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0) << "rank " << r << " failed:\n"
-                                                                     << text.str();
-    EXPECT_NE(std::string::npos, text.str().find("[  PASSED  ] 1 test"))
-        << "rank " << r << " did not run its test:\n"
-        << text.str();
+  const auto results = nt::wait_children(children, 180);
+  for (std::size_t r = 0; r < results.size(); ++r) {
+    EXPECT_TRUE(results[r].finished) << "rank " << r << " still running after 180 s (killed):\n"
+                                     << results[r].log_text;
+    EXPECT_TRUE(results[r].passed) << "rank " << r << " failed or did not run its test:\n"
+                                   << results[r].log_text;
   }
 }
 

@@ -11,8 +11,10 @@
 
 #include "asynctp/error.hpp"
 #include "asynctp/nccl.hpp"
+#include "bootstrap/device_choice.hpp"
 #include "bootstrap/launch_env.hpp"
 #include "bootstrap/tcp_rendezvous.hpp"
+#include "core/log.hpp"
 #include "core/rank_threads.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/nccl/environment_comm.hpp"
@@ -71,14 +73,22 @@ std::string to_hex(const void* data, std::size_t bytes) {
   return out;
 }
 
+// Rank 0's id as it came over the wire: anything but 2 * bytes hex digits is
+// an Error, never another exception.
 void from_hex(const std::string& hex, void* data, std::size_t bytes) {
-  if (hex.size() != 2 * bytes) {
-    throw Error(ErrorCode::backend, "rendezvous: rank 0 sent a malformed NCCL unique id");
+  const auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  bool ok = hex.size() == 2 * bytes;
+  for (std::size_t i = 0; ok && i < bytes; ++i) {
+    const int hi = digit(hex[2 * i]), lo = digit(hex[2 * i + 1]);
+    ok = hi >= 0 && lo >= 0;
+    if (ok) static_cast<unsigned char*>(data)[i] = static_cast<unsigned char>(hi * 16 + lo);
   }
-  for (std::size_t i = 0; i < bytes; ++i) {
-    static_cast<unsigned char*>(data)[i] =
-        static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-  }
+  if (!ok) throw Error(ErrorCode::backend, "rendezvous: rank 0 sent a malformed NCCL unique id");
 }
 
 // "key=value" lines.
@@ -130,12 +140,17 @@ std::unique_ptr<Comm> comm_from_launch_info(const bootstrap::LaunchInfo& launch,
                                             const EnvironmentOptions& options) {
   const bootstrap::LaunchInfo* info = &launch;
   const int count = device_count_or_throw();
-  const int device = options.device >= 0 ? options.device : info->local_rank;
+  int device = options.device;
   if (device >= count) {
-    fail(options.device >= 0 ? "options.device" : "LOCAL_RANK",
-         "rank " + std::to_string(info->rank) + " would use GPU " + std::to_string(device) +
-             ", but this node's process sees " + std::to_string(count) +
-             " GPU(s); run at most one rank per GPU (" + info->launcher + ")");
+    fail("options.device", "rank " + std::to_string(info->rank) + " would use GPU " +
+                               std::to_string(device) + ", but this process sees " +
+                               std::to_string(count) + " GPU(s)");
+  }
+  if (device < 0) {
+    const bootstrap::DeviceChoice choice =
+        bootstrap::choose_rank_device(count, info->local_rank, info->world_size);
+    device = choice.device;
+    if (!choice.note.empty()) core::log(core::LogLevel::info, info->rank, choice.note);
   }
   check_cuda(cudaSetDevice(device), "cudaSetDevice(the rank's GPU)");
 
