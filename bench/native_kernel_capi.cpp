@@ -1,5 +1,6 @@
 // A C ABI over the native kernel's host interface, for the benchmark only:
-// bench/native_kernel_torch.py loads it (ctypes, .devbin/libasynctp_native.so)
+// bench/native_kernel_torch.py loads it (ctypes, libasynctp_native.so: the
+// CMake target asynctp_native_kernel_capi, carried as .devbin/gpu/)
 // to time the native kernel interleaved with torch.mm and PyTorch's
 // _async_input_mm in one process, under the same clocks and power state.
 #include <cuda_runtime_api.h>

@@ -1,16 +1,16 @@
 """The native kernel against torch.mm and PyTorch's own async-input GEMM
 (torch.ops.symm_mem._async_input_mm: CUTLASS 128x256x64 cooperative, cluster
-2x1) on the shapes of issue 3, section 8(a), in ONE process: the variants are
+2x1) on the harness's headline shapes, in ONE process: the variants are
 timed round-robin, so they share clocks and power state (a GPU that has been
 busy for seconds runs slower than one that just woke up, and separate
 processes would compare different states).
 
-The native kernel comes through .devbin/libasynctp_native.so (C ABI,
+The native kernel comes through .devbin/gpu/libasynctp_native.so (C ABI,
 bench/native_kernel_capi.cpp). Every chunk ready (signals = 1 = epoch), W = 8,
 pivot rotating; B row-major and column-major; CUDA events, median of >= 20
 reps after 3 warm-ups, rotating among input sets larger than L2.
 
-    python3 bench/native_kernel_torch.py [--lib .devbin/libasynctp_native.so]
+    python3 bench/native_kernel_torch.py [--lib .devbin/gpu/libasynctp_native.so]
                                          [--json FILE] [--reps N] [--quick]
 """
 import argparse
@@ -65,7 +65,7 @@ class Native:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", default=".devbin/libasynctp_native.so")
+    ap.add_argument("--lib", default=".devbin/gpu/libasynctp_native.so")
     ap.add_argument("--json", default="")
     ap.add_argument("--reps", type=int, default=25)
     ap.add_argument("--quick", action="store_true")

@@ -2,9 +2,10 @@
 # Runs on the device machine (H200) in ONE call: the native kernel's tests,
 # its speed sweep against cuBLASLt (C++, one process), the native kernel
 # against torch.mm and PyTorch's _async_input_mm interleaved in one Python
-# process (through .devbin/libasynctp_native.so), and the merged tables
+# process (through .devbin/gpu/libasynctp_native.so), and the merged tables
 # (printed last). Full logs go to $OUT.
-# Build first, here: scripts/build-native-kernel; carry .devbin.
+# Build first, here: scripts/build-device-bundle (CMake targets
+# asynctp_native_kernel_bench and asynctp_native_kernel_capi); carry .devbin.
 #
 #   scripts/device/native-kernel.sh [bench args...]   e.g. --kernels a,b --swizzles 1,4
 #   NK_SKIP_TORCH=1 ...                               skip the PyTorch part
@@ -20,10 +21,10 @@ export PYTHONUNBUFFERED=1
 } >>"$OUT/device.txt" 2>&1
 
 status=0
-./.devbin/native_kernel_bench --json "$OUT/native.json" "$@" >"$OUT/native.log" 2>&1 || status=$?
+./.devbin/gpu/native_kernel_bench --json "$OUT/native.json" "$@" >"$OUT/native.log" 2>&1 || status=$?
 echo "native_kernel_bench exit $status"
 if [ -z "${NK_SKIP_TORCH:-}" ]; then
-  timeout 240 python3 bench/native_kernel_torch.py --lib .devbin/libasynctp_native.so \
+  timeout 240 python3 bench/native_kernel_torch.py --lib .devbin/gpu/libasynctp_native.so \
     --json "$OUT/torch.json" >"$OUT/torch.log" 2>&1 ||
     echo "torch comparison exit $?"
 fi
