@@ -35,6 +35,10 @@ struct BackendCaps {
   // hipBLAS): pipelined and decomposed cannot run; auto then needs native,
   // and forcing either of the others is an error that says why.
   std::string library_gemm_unavailable_reason;
+  // A condition the native kernel runs under that the reason should state
+  // whenever native is planned (e.g. HIP's persistent grid leaving a CU per
+  // shader engine out); empty when there is none.
+  std::string native_note;
 };
 
 struct Plan {
