@@ -194,26 +194,31 @@ __device__ TileLoads plan_tile_loads(const AsyncInputGemmArgs& args, int thread,
 // zeros), so the load is unconditional (no branch in the K loop) and
 // touches one line. An unsigned 32-bit byte offset from a uniform base: the
 // load's scalar-base form, with no 64-bit address arithmetic per lane.
-__device__ u32x4 load_vector(const std::uint16_t* base, int offset, bool inside) {
-  const unsigned bytes = inside ? 2u * static_cast<unsigned>(offset) : 0u;
+__device__ u32x4 load_vector(const std::uint16_t* base, unsigned offset, bool inside) {
+  const unsigned bytes = inside ? 2u * offset : 0u;
   return *reinterpret_cast<const u32x4*>(reinterpret_cast<const char*>(base) + bytes);
 }
 
+// Offsets in unsigned arithmetic: past the matrix (the steps after K) they
+// may wrap, and are then not used.
 __device__ StepVectors load_k_step(const AsyncInputGemmArgs& args, const TileLoads& plan, int k0) {
   const int k = static_cast<int>(args.k);
-  const int b_row_stride = static_cast<int>(args.b_row_stride);
+  const unsigned b_row_stride = static_cast<unsigned>(args.b_row_stride);
   StepVectors out;
 #pragma unroll
   for (int v = 0; v < lds::kAVectorsPerThread; ++v) {
     const int kk = k0 + plan.a_k[v];
     out.a_inside[v] = kk < k;
-    out.a[v] = load_vector(args.a, plan.a_line[v] + kk, out.a_inside[v]);
+    const unsigned offset = static_cast<unsigned>(plan.a_line[v]) + static_cast<unsigned>(kk);
+    out.a[v] = load_vector(args.a, offset, out.a_inside[v]);
   }
 #pragma unroll
   for (int v = 0; v < lds::kBVectorsPerThread; ++v) {
     const int kk = k0 + plan.b_k[v];
     out.b_inside[v] = plan.b_inside[v] && kk < k;
-    out.b[v] = load_vector(args.b, plan.b_line[v] + kk * b_row_stride, out.b_inside[v]);
+    const unsigned offset =
+        static_cast<unsigned>(plan.b_line[v]) + static_cast<unsigned>(kk) * b_row_stride;
+    out.b[v] = load_vector(args.b, offset, out.b_inside[v]);
   }
   return out;
 }
