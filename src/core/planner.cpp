@@ -199,6 +199,10 @@ Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedO
   const auto blocker = native_blocker(problem, caps, tile_m, tile_n);
 
   Plan result;
+  const auto native_plan = [&](std::string reason) {
+    if (!caps.native_note.empty()) reason += "; " + caps.native_note;
+    return Plan{Algorithm::native, tile_m, tile_n, reason};
+  };
   const std::string& no_library = caps.library_gemm_unavailable_reason;
   if (!no_library.empty() &&
       (options.algorithm == Algorithm::pipelined || options.algorithm == Algorithm::decomposed)) {
@@ -212,8 +216,7 @@ Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedO
         throw Error(ErrorCode::unsupported, "algorithm native was forced but cannot run: " +
                                                 *blocker + "; use auto, pipelined or decomposed");
       }
-      result = made(Algorithm::native, tile_m, tile_n, "forced by options or ASYNCTP_ALGO");
-      return result;
+      return native_plan("forced by options or ASYNCTP_ALGO");
     case Algorithm::pipelined:
       result = made(Algorithm::pipelined, 0, 0, "forced by options or ASYNCTP_ALGO");
       return result;
@@ -230,11 +233,9 @@ Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedO
                   "no algorithm can run this problem here: native unavailable (" + *blocker +
                       ") and pipelined and decomposed unavailable (" + no_library + ")");
     }
-    result = made(Algorithm::native, tile_m, tile_n,
-                  "the only path this build has (pipelined and decomposed: " + no_library +
-                      "); bf16, m per rank " + num(problem.m) + " is a multiple of tile M " +
-                      num(tile_m));
-    return result;
+    return native_plan("the only path this build has (pipelined and decomposed: " + no_library +
+                       "); bf16, m per rank " + num(problem.m) + " is a multiple of tile M " +
+                       num(tile_m));
   }
 
   if (!caps.no_overlap_reason.empty()) {
@@ -258,10 +259,8 @@ Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedO
     return result;
   }
   if (!blocker) {
-    result = made(Algorithm::native, tile_m, tile_n,
-                  "bf16, m per rank " + num(problem.m) + " is a multiple of tile M " + num(tile_m) +
-                      ", n and k are multiples of 8, within 32-bit limits");
-    return result;
+    return native_plan("bf16, m per rank " + num(problem.m) + " is a multiple of tile M " +
+                       num(tile_m) + ", n and k are multiples of 8, within 32-bit limits");
   }
   if (problem.world_size == 1) {
     result = made(Algorithm::decomposed, 0, 0,

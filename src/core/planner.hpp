@@ -69,6 +69,10 @@ struct BackendCaps {
   // The transport's: why this rank cannot pull its peers' shards ("" when
   // it can). Then neither native nor pipelined can run.
   std::string no_peer_access;
+  // A condition the native kernel runs under that the reason should state
+  // whenever native is planned (e.g. HIP's persistent grid leaving a CU per
+  // shader engine out); empty when there is none.
+  std::string native_note;
 };
 
 // Below this share of the SMs busy with output tiles, auto does not overlap.

@@ -1,11 +1,13 @@
-// The AMD native kernel's host interface (issue 5): C = A x B over a gathered
-// A whose chunks arrive one by one, on gfx942 / gfx950 (CDNA3). No HIP
+// The AMD native kernel's host interface: C = A x B over a gathered A whose
+// chunks arrive one by one, on gfx942 / gfx950 (CDNA3 / CDNA4). No HIP
 // headers (the CPU tests include it): hip/launch.hpp declares the launch.
 //
 // State of this code: the kernel (kernel/async_input_gemm_gfx9.hip) is
-// compile-checked here for gfx90a and gfx940 with Debian's hipcc 5.2; its data
-// layout is emulated and tested on the CPU (mfma_layout.hpp); it has never
-// run on AMD hardware.
+// compile-checked here for gfx90a and gfx940 with Debian's hipcc 5.2, and
+// compiled to ISA for gfx942 and gfx950 with clang-22, whose resource use the
+// tests check (no spills, no scratch); its data layout is emulated and tested
+// on the CPU (mfma_layout.hpp, lds_layout.hpp); it has never run on AMD
+// hardware.
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,24 @@
 #include "hip/backend_caps.hpp"
 
+#include <string>
+
 #include "hip/device_topology.hpp"
 #include "hip/mfma_layout.hpp"
 #include "hip/native_rules.hpp"
 
 namespace asynctp::hip {
+namespace {
+
+// The deadlock rule the native grid follows, as the plan's reason states it.
+std::string grid_note(const std::string& gfx, int cus) {
+  const int engines = shader_engines(gfx, cus).value_or(0);
+  return "persistent grid of " + std::to_string(native_grid(gfx, cus).value_or(0)) +
+         " workgroups on " + std::to_string(cus) + " CUs: one CU per shader engine (" +
+         std::to_string(engines) +
+         ") left out, since HIP runs peer copies and signal writes as kernels";
+}
+
+}  // namespace
 
 core::BackendCaps hip_caps(const HipDeviceFacts& device, const core::ProblemDesc& problem) {
   const std::string gfx = gfx_target(device.gcn_arch_name);
@@ -21,6 +35,7 @@ core::BackendCaps hip_caps(const HipDeviceFacts& device, const core::ProblemDesc
                                      " (not a whole number of XCDs)";
   } else {
     caps.native_supported = true;
+    caps.native_note = grid_note(gfx, device.compute_units);
   }
   if (const auto why = queue_blocker(kNativeCallStreams, device.hardware_queues)) {
     caps.no_overlap_reason = *why;

@@ -1,12 +1,13 @@
 // What the HIP backend can run for one problem on one device: the planner's
 // capabilities (core::BackendCaps) from the device's facts, applying the
-// AMD rules where the planner sees them (issue 5, sections 1 and 2):
-// native only on gfx942/gfx950 with a known persistent-grid rule and within
-// the kernel's limits (native_rules, device_topology); auto falls back to
-// decomposed when the call's streams do not fit the hardware queues
-// (deadlock_rules); without hipBLAS only native can run. Pure, tested on the
-// CPU through core::plan; the HIP communicator fills the facts from the
-// device (hipDeviceProp_t, GPU_MAX_HW_QUEUES, the build).
+// AMD rules where the planner sees them: native only on gfx942/gfx950 with
+// a known persistent-grid rule and within the kernel's limits (native_rules,
+// device_topology), its plan's reason stating the grid's deadlock rule (a
+// CU per shader engine left out); auto falls back to decomposed when the
+// call's streams do not fit the hardware queues (deadlock_rules); without
+// hipBLAS only native can run. Pure, tested on the CPU through core::plan;
+// the HIP communicator fills the facts from the device (hipDeviceProp_t,
+// GPU_MAX_HW_QUEUES, the build).
 #pragma once
 
 #include <string>

@@ -13,8 +13,10 @@
 
 namespace asynctp::hip {
 
-// Workgroups of the native kernel one CU holds at once (103 VGPRs + 256
-// AGPRs per lane: one wave per SIMD, so one 4-wave workgroup per CU).
+// Workgroups of the native kernel one CU holds at once: one workgroup of 8
+// waves, 2 per SIMD (about 220 registers per lane each, of the 512 a SIMD
+// lane has), with 64 KiB of LDS (a gfx942 CU's whole LDS). The ISA check
+// (tests/hip/CMakeLists.txt) prints the figures per target.
 inline constexpr int kNativeOccupancy = 1;
 
 // Shader engines of a device with `cus` CUs of target `gfx` ("gfx942"), or

@@ -8,7 +8,7 @@
 
 namespace asynctp::hip {
 
-// Enqueues the persistent kernel on `stream` with `grid` workgroups of 4
+// Enqueues the persistent kernel on `stream` with `grid` workgroups of 8
 // waves (size it with native_grid, device_topology.hpp). Returns the launch
 // status.
 hipError_t launch_async_input_gemm(const AsyncInputGemmArgs& args, int grid, hipStream_t stream);

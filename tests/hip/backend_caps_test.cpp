@@ -6,6 +6,7 @@
 //   HipBackendCaps.UnknownTopologyIsNoNative
 //   HipBackendCaps.TooFewHardwareQueuesMeansNoOverlap
 //   HipBackendCaps.WithoutHipblasOnlyNative
+//   HipBackendCaps.NativeReasonStatesTheDeadlockRule
 #include "hip/backend_caps.hpp"
 
 #include <gtest/gtest.h>
@@ -104,6 +105,43 @@ TEST(HipBackendCaps, WithoutHipblasOnlyNative) {
     EXPECT_EQ(ErrorCode::unsupported, e.code());
     EXPECT_TRUE(contains(e.what(), "gfx942 and gfx950 only")) << e.what();
     EXPECT_TRUE(contains(e.what(), "no hipBLAS")) << e.what();
+  }
+}
+
+// Whenever native is planned (auto, forced, the only path), the reason says
+// the grid leaves a CU per shader engine out and why; when it is not, the
+// rule does not apply and is not stated.
+TEST(HipBackendCaps, NativeReasonStatesTheDeadlockRule) {
+  const std::string rule =
+      "one CU per shader engine (32) left out, since HIP runs peer copies and signal writes "
+      "as kernels";
+  struct Case {
+    HipDeviceFacts device;
+    std::string grid;
+  };
+  for (const Case& c :
+       {Case{mi300x(), "persistent grid of 272 workgroups on 304 CUs"},
+        Case{{"gfx950", 256, 4, ""}, "persistent grid of 224 workgroups on 256 CUs"}}) {
+    const core::BackendCaps caps = hip_caps(c.device, problem(8, 1024));
+    for (const Algorithm a : {Algorithm::automatic, Algorithm::native}) {
+      const core::Plan p = core::plan(problem(8, 1024), caps, forced(a));
+      EXPECT_EQ(Algorithm::native, p.algorithm) << p.reason;
+      EXPECT_TRUE(contains(p.reason, c.grid)) << p.reason;
+      EXPECT_TRUE(contains(p.reason, rule)) << p.reason;
+    }
+  }
+  HipDeviceFacts no_hipblas = mi300x();
+  no_hipblas.library_gemm_unavailable = "this build has no hipBLAS";
+  const core::Plan only = core::plan(problem(8, 1024), hip_caps(no_hipblas, problem(8, 1024)), {});
+  EXPECT_EQ(Algorithm::native, only.algorithm);
+  EXPECT_TRUE(contains(only.reason, rule)) << only.reason;
+  // Not native: no grid, no rule to state.
+  for (const core::Plan& p :
+       {core::plan(problem(8, 1000), hip_caps(mi300x(), problem(8, 1000)), {}),
+        core::plan(problem(8, 1024), hip_caps(mi300x(), problem(8, 1024)),
+                   forced(Algorithm::decomposed))}) {
+    EXPECT_NE(Algorithm::native, p.algorithm);
+    EXPECT_FALSE(contains(p.reason, "shader engine")) << p.reason;
   }
 }
 
