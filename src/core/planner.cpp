@@ -201,7 +201,7 @@ Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedO
   Plan result;
   const auto native_plan = [&](std::string reason) {
     if (!caps.native_note.empty()) reason += "; " + caps.native_note;
-    return Plan{Algorithm::native, tile_m, tile_n, reason};
+    return made(Algorithm::native, tile_m, tile_n, std::move(reason));
   };
   const std::string& no_library = caps.library_gemm_unavailable_reason;
   if (!no_library.empty() &&
