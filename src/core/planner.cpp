@@ -13,6 +13,25 @@ constexpr std::int64_t kNativeDimMultiple = 8;  // 16-byte rows of bf16 for TMA
 
 std::string num(std::int64_t v) { return std::to_string(v); }
 
+// The words the planner's reasons use for each op; its rules are the same.
+struct OpWords {
+  std::string chunk_rows;  // what a chunk's rows are, with their count
+  const char* too_large;   // the tensor the 32-bit limit is about
+  const char* overlapped;  // what pipelined's per-chunk GEMMs overlap
+  const char* native_extra;  // what native adds to one rank's GEMM
+};
+
+OpWords words(const ProblemDesc& problem) {
+  if (problem.op == OpKind::matmul_reduce_scatter) {
+    return {"rows per chunk (M/W = " + num(problem.m) + ")",
+            "the partial product (M x n) or A needs 2^31 or more elements (32-bit indexing)",
+            "the shipping of finished partials", "signals and its reduction pass"};
+  }
+  return {"m per rank (" + num(problem.m) + ")",
+          "the gathered problem needs 2^31 or more elements per tensor (32-bit indexing)",
+          "the copies", "local copy and signals"};
+}
+
 }  // namespace
 
 std::optional<std::string> native_blocker(const ProblemDesc& problem, const BackendCaps& caps,
@@ -24,9 +43,10 @@ std::optional<std::string> native_blocker(const ProblemDesc& problem, const Back
   if (problem.dtype != DType::bf16) {
     return std::string("native needs bf16, got ") + to_string(problem.dtype);
   }
+  const OpWords w = words(problem);
   if (problem.m % tile_m != 0) {
-    return "m per rank (" + num(problem.m) + ") is not a multiple of the native tile M (" +
-           num(tile_m) + "), so a tile would straddle two chunks";
+    return w.chunk_rows + " is not a multiple of the native tile M (" + num(tile_m) +
+           "), so a tile would straddle two chunks";
   }
   if (problem.n % kNativeDimMultiple != 0) {
     return "n (" + num(problem.n) + ") is not a multiple of " + num(kNativeDimMultiple);
@@ -37,7 +57,7 @@ std::optional<std::string> native_blocker(const ProblemDesc& problem, const Back
   std::int64_t elements = 0;
   if (!checked_element_count(problem.gathered_rows(), std::max(problem.n, problem.k), &elements) ||
       elements > kMaxElementsPerTensor) {
-    return "the gathered problem needs 2^31 or more elements per tensor (32-bit indexing)";
+    return w.too_large;
   }
   (void)tile_n;  // N tiles may be partial: the epilogue clips them
   return std::nullopt;
@@ -47,6 +67,9 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
   const std::int64_t tile_m = options.tile_m.value_or(caps.default_tile_m);
   const std::int64_t tile_n = options.tile_n.value_or(caps.default_tile_n);
   const auto blocker = native_blocker(problem, caps, tile_m, tile_n);
+  const OpWords w = words(problem);
+  const std::string native_fits = "bf16, " + w.chunk_rows + " is a multiple of tile M " +
+                                  num(tile_m) + ", n and k are multiples of 8, within 32-bit limits";
 
   Plan result;
   const std::string& no_library = caps.library_gemm_unavailable_reason;
@@ -81,9 +104,8 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
                       ") and pipelined and decomposed unavailable (" + no_library + ")");
     }
     result = {Algorithm::native, tile_m, tile_n,
-              "the only path this build has (pipelined and decomposed: " + no_library +
-                  "); bf16, m per rank " + num(problem.m) + " is a multiple of tile M " +
-                  num(tile_m)};
+              "the only path this build has (pipelined and decomposed: " + no_library + "); " +
+                  native_fits};
     return result;
   }
 
@@ -97,20 +119,22 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
   if (!blocker && problem.world_size == 1) {
     // Native would add its local copy and signals to the same GEMM.
     result = {Algorithm::decomposed, 0, 0,
-              "one rank has nothing to overlap (native could run, but would only add its local "
-              "copy and signals to the same GEMM)"};
+              std::string("one rank has nothing to overlap (native could run, but would only "
+                          "add its ") +
+                  w.native_extra + " to the same GEMM)"};
     return result;
   }
   if (!caps.overlap_unprofitable_reason.empty()) {
     result = {Algorithm::decomposed, 0, 0,
               "overlap does not pay here (" + caps.overlap_unprofitable_reason +
-                  "); one GEMM after the gather is faster"};
+                  "); one GEMM " +
+                  (problem.op == OpKind::matmul_reduce_scatter ? "before the reduce-scatter"
+                                                               : "after the gather") +
+                  " is faster"};
     return result;
   }
   if (!blocker) {
-    result = {Algorithm::native, tile_m, tile_n,
-              "bf16, m per rank " + num(problem.m) + " is a multiple of tile M " + num(tile_m) +
-                  ", n and k are multiples of 8, within 32-bit limits"};
+    result = {Algorithm::native, tile_m, tile_n, native_fits};
     return result;
   }
   if (problem.world_size == 1) {
@@ -126,7 +150,7 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
     return result;
   }
   result = {Algorithm::pipelined, 0, 0,
-            "native unavailable (" + *blocker + "); per-chunk GEMMs overlap the copies"};
+            "native unavailable (" + *blocker + "); per-chunk GEMMs overlap " + w.overlapped};
   return result;
 }
 

@@ -19,6 +19,28 @@ std::string chunk_timeout_message(int rank, int chunk, std::uint32_t flag_value,
   return s.str();
 }
 
+std::string partial_timeout_message(int owner, int source, std::uint32_t flag_value,
+                                    std::uint32_t expected_epoch, std::int64_t timeout_ms) {
+  std::ostringstream s;
+  s << "rank " << owner << ": chunk " << owner << " (the partial of rank " << source
+    << ") never arrived: its signal read " << flag_value << ", expected epoch " << expected_epoch
+    << " after waiting " << timeout_ms
+    << " ms (ASYNCTP_WAIT_TIMEOUT_MS); rank " << source
+    << "'s producer stalled or a rank left the collective";
+  return s.str();
+}
+
+std::string partial_compute_timeout_message(int rank, int chunk, std::uint32_t flag_value,
+                                            std::uint32_t expected_epoch,
+                                            std::int64_t timeout_ms) {
+  std::ostringstream s;
+  s << "rank " << rank << ": chunk " << chunk
+    << " of this rank's partial product was not computed: its signal read " << flag_value
+    << ", expected epoch " << expected_epoch << " after waiting " << timeout_ms
+    << " ms (ASYNCTP_WAIT_TIMEOUT_MS); this rank's GEMM stalled";
+  return s.str();
+}
+
 ChunkSignals::ChunkSignals(int chunks)
     : chunks_(chunks), flags_(std::make_unique<std::atomic<std::uint32_t>[]>(chunks)) {
   for (int c = 0; c < chunks; ++c) flags_[c].store(0, std::memory_order_relaxed);

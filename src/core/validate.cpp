@@ -62,6 +62,26 @@ void check_no_overlap(const std::string& out_name, const TensorView& out,
   if (overlaps(out, in)) fail(out_name, "must not overlap " + in_name);
 }
 
+void check_comm(int world_size, int rank) {
+  if (world_size < 1) fail("comm", "world size must be at least 1");
+  if (rank < 0 || rank >= world_size) fail("comm", "rank must lie in [0, world size)");
+}
+
+// B is k x n in either dense layout; returns its layout.
+Layout check_b_layout(const std::string& name, const TensorView& b) {
+  if (b.is_row_major()) return Layout::row_major;
+  if (b.is_col_major()) return Layout::col_major;
+  fail(name, "must be contiguous row-major or column-major, got " + shape_of(b));
+}
+
+void check_same_dtype(const std::string& name, const TensorView& t, const std::string& first_name,
+                      const TensorView& first) {
+  if (t.dtype != first.dtype) {
+    fail(name, "dtype must equal " + first_name + "'s (" + to_string(first.dtype) + "), got " +
+                   to_string(t.dtype));
+  }
+}
+
 }  // namespace
 
 const char* to_string(Layout layout) noexcept {
@@ -72,14 +92,22 @@ const char* op_name(OpKind op) noexcept {
   switch (op) {
     case OpKind::all_gather_matmul:
       return "fused_all_gather_matmul";
+    case OpKind::matmul_reduce_scatter:
+      return "fused_matmul_reduce_scatter";
   }
   return "?";
 }
 
 std::string ProblemDesc::to_string() const {
   std::ostringstream s;
-  s << "W=" << world_size << " m=" << m << " (M=" << gathered_rows() << ") n=" << n << " k=" << k
-    << " " << asynctp::to_string(dtype) << " b=" << core::to_string(b_layout);
+  if (op == OpKind::matmul_reduce_scatter) {
+    s << "reduce-scatter W=" << world_size << " M=" << gathered_rows() << " (m=" << m
+      << " per rank) n=" << n << " k=" << k << " (this rank's slice)";
+  } else {
+    s << "W=" << world_size << " m=" << m << " (M=" << gathered_rows() << ") n=" << n
+      << " k=" << k;
+  }
+  s << " " << asynctp::to_string(dtype) << " b=" << core::to_string(b_layout);
   return s.str();
 }
 
@@ -92,8 +120,7 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
                                              const TensorView& a_shard, const TensorView& b,
                                              const TensorView& c_out,
                                              const TensorView* a_gathered_out) {
-  if (world_size < 1) fail("comm", "world size must be at least 1");
-  if (rank < 0 || rank >= world_size) fail("comm", "rank must lie in [0, world size)");
+  check_comm(world_size, rank);
 
   check_common("a_shard", a_shard, device_kind);
   check_common("b", b, device_kind);
@@ -103,22 +130,12 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
   check_row_major("a_shard", a_shard);
   check_row_major("c_out", c_out);
   if (a_gathered_out != nullptr) check_row_major("a_gathered_out", *a_gathered_out);
-  const bool b_row = b.is_row_major();
-  if (!b_row && !b.is_col_major()) {
-    fail("b", "must be contiguous row-major or column-major, got " + shape_of(b));
-  }
+  const Layout b_layout = check_b_layout("b", b);
 
-  if (b.dtype != a_shard.dtype) {
-    fail("b", std::string("dtype must equal a_shard's (") + to_string(a_shard.dtype) + "), got " +
-                  to_string(b.dtype));
-  }
-  if (c_out.dtype != a_shard.dtype) {
-    fail("c_out", std::string("dtype must equal a_shard's (") + to_string(a_shard.dtype) +
-                      "), got " + to_string(c_out.dtype));
-  }
-  if (a_gathered_out != nullptr && a_gathered_out->dtype != a_shard.dtype) {
-    fail("a_gathered_out", std::string("dtype must equal a_shard's (") + to_string(a_shard.dtype) +
-                               "), got " + to_string(a_gathered_out->dtype));
+  check_same_dtype("b", b, "a_shard", a_shard);
+  check_same_dtype("c_out", c_out, "a_shard", a_shard);
+  if (a_gathered_out != nullptr) {
+    check_same_dtype("a_gathered_out", *a_gathered_out, "a_shard", a_shard);
   }
 
   const std::int64_t m = a_shard.rows;
@@ -160,8 +177,57 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
   problem.n = n;
   problem.k = k;
   problem.dtype = a_shard.dtype;
-  problem.b_layout = b_row ? Layout::row_major : Layout::col_major;
+  problem.b_layout = b_layout;
   problem.gathered_out = a_gathered_out != nullptr;
+  return problem;
+}
+
+ProblemDesc validate_fused_matmul_reduce_scatter(int world_size, int rank,
+                                                 DeviceKind device_kind, const TensorView& a,
+                                                 const TensorView& b, const TensorView& out) {
+  check_comm(world_size, rank);
+
+  check_common("a", a, device_kind);
+  check_common("b", b, device_kind);
+  check_common("out", out, device_kind);
+
+  check_row_major("a", a);
+  check_row_major("out", out);
+  const Layout b_layout = check_b_layout("b", b);
+
+  check_same_dtype("b", b, "a", a);
+  check_same_dtype("out", out, "a", a);
+
+  const std::int64_t rows = a.rows;  // M: every rank holds all rows
+  const std::int64_t k = a.cols;     // this rank's K-slice
+  const std::int64_t n = b.cols;
+  if (rows % world_size != 0) {
+    fail("a", "rows (M = " + std::to_string(rows) + ") must be divisible by the world size (" +
+                  std::to_string(world_size) + "): each rank receives M / world_size rows");
+  }
+  const std::int64_t m = rows / world_size;
+  if (b.rows != k) {
+    fail("b", "rows must equal a's columns (this rank's k = " + std::to_string(k) + "), got " +
+                  std::to_string(b.rows));
+  }
+  if (out.rows != m || out.cols != n) {
+    fail("out", "shape must be (M / world_size) x n = " + std::to_string(m) + "x" +
+                    std::to_string(n) + ", got " + std::to_string(out.rows) + "x" +
+                    std::to_string(out.cols));
+  }
+
+  check_no_overlap("out", out, "a", a);
+  check_no_overlap("out", out, "b", b);
+
+  ProblemDesc problem;
+  problem.op = OpKind::matmul_reduce_scatter;
+  problem.world_size = world_size;
+  problem.rank = rank;
+  problem.m = m;
+  problem.n = n;
+  problem.k = k;
+  problem.dtype = a.dtype;
+  problem.b_layout = b_layout;
   return problem;
 }
 

@@ -9,9 +9,8 @@
 
 namespace asynctp::cpu {
 
-std::vector<int> producer_order(const CallContext& ctx) {
+std::vector<int> producer_order(const CallContext& ctx, std::vector<int> order) {
   const int rank = ctx.problem.rank;
-  std::vector<int> order = core::chunk_order(ctx.problem.world_size, rank);
   if (ctx.hooks == nullptr || !ctx.hooks->reorder) return order;
   std::vector<int> custom = ctx.hooks->reorder(rank, order);
   std::vector<int> sorted_custom = custom;
@@ -26,6 +25,18 @@ std::vector<int> producer_order(const CallContext& ctx) {
   return custom;
 }
 
+bool run_copy_hooks(CallContext& ctx, int chunk, const std::string& args) {
+  if (ctx.hooks == nullptr) return false;
+  const int rank = ctx.problem.rank;
+  if (ctx.hooks->before_copy) ctx.hooks->before_copy(rank, chunk);
+  if (!ctx.hooks->drop || !ctx.hooks->drop(rank, chunk)) return false;
+  if (ctx.trace) {
+    ctx.trace->add_instant(rank, "producer", "signal", "dropped chunk " + std::to_string(chunk),
+                           ctx.trace->now_us(), args);
+  }
+  return true;
+}
+
 void run_producer(CallContext& ctx, const std::vector<int>& order) {
   const int rank = ctx.problem.rank;
   const std::size_t row_bytes =
@@ -34,17 +45,10 @@ void run_producer(CallContext& ctx, const std::vector<int>& order) {
   auto* gathered = static_cast<char*>(ctx.gathered.data);
   for (int chunk : order) {
     if (ctx.abort.load(std::memory_order_relaxed)) return;
-    if (ctx.hooks != nullptr && ctx.hooks->before_copy) ctx.hooks->before_copy(rank, chunk);
     const std::string args = "\"chunk\": " + std::to_string(chunk) +
                              ", \"source_rank\": " + std::to_string(chunk) +
                              ", \"epoch\": " + std::to_string(ctx.epoch);
-    if (ctx.hooks != nullptr && ctx.hooks->drop && ctx.hooks->drop(rank, chunk)) {
-      if (ctx.trace) {
-        ctx.trace->add_instant(rank, "producer", "signal", "dropped chunk " + std::to_string(chunk),
-                               ctx.trace->now_us(), args);
-      }
-      continue;
-    }
+    if (run_copy_hooks(ctx, chunk, args)) continue;
     const double begin = ctx.trace ? ctx.trace->now_us() : 0;
     std::memcpy(gathered + chunk_bytes * static_cast<std::size_t>(chunk),
                 ctx.shards[static_cast<std::size_t>(chunk)].data, chunk_bytes);

@@ -1,18 +1,28 @@
-// The producer: the copy engine's analogue. It pulls every rank's shard into
-// this rank's gathered buffer in schedule order (own chunk first) and
-// releases each chunk's signal after its data.
+// The producer: the copy engine's analogue. All-gather + matmul: it pulls
+// every rank's shard into this rank's gathered buffer in schedule order (own
+// chunk first) and releases each chunk's signal after its data. (Matmul +
+// reduce-scatter's producer, which pushes partials: shipper.hpp.)
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "cpu/call_context.hpp"
 
 namespace asynctp::cpu {
 
-// The order the producer copies in: the schedule's, or the hook's permutation
-// of it. Throws Error(invalid_argument) if the hook's answer is no permutation.
-std::vector<int> producer_order(const CallContext& ctx);
+// The order the producer works in: the schedule's `order`, or the reorder
+// hook's permutation of it. Throws Error(invalid_argument) if the hook's
+// answer is no permutation.
+std::vector<int> producer_order(const CallContext& ctx, std::vector<int> order);
 
+// The all-gather's producer: copies every shard into the gathered buffer in
+// `order` and releases each chunk's signal.
 void run_producer(CallContext& ctx, const std::vector<int>& order);
+
+// The test hooks around one copy, for every op's producer: before_copy, then
+// drop. True when the chunk is dropped (recorded in the trace with `args`):
+// the producer must then neither copy nor signal it.
+bool run_copy_hooks(CallContext& ctx, int chunk, const std::string& args);
 
 }  // namespace asynctp::cpu
