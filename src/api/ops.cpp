@@ -52,9 +52,8 @@ RunInfo plan_fused_all_gather_matmul(const Comm& comm, const TensorView& a_shard
                                all_gather_matmul_call(a_shard, b, c_out, a_gathered_out), options);
 }
 
-RunInfo plan_fused_matmul_reduce_scatter(const Comm& comm, const TensorView& a,
-                                         const TensorView& b, const TensorView& out,
-                                         const Options& options) {
+RunInfo plan_fused_matmul_reduce_scatter(const Comm& comm, const TensorView& a, const TensorView& b,
+                                         const TensorView& out, const Options& options) {
   return call::plan_collective(call::transport_of(comm), matmul_reduce_scatter_call(a, b, out),
                                options);
 }

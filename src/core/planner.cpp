@@ -15,9 +15,9 @@ std::string num(std::int64_t v) { return std::to_string(v); }
 
 // The words the planner's reasons use for each op; its rules are the same.
 struct OpWords {
-  std::string chunk_rows;  // what a chunk's rows are, with their count
-  const char* too_large;   // the tensor the 32-bit limit is about
-  const char* overlapped;  // what pipelined's per-chunk GEMMs overlap
+  std::string chunk_rows;    // what a chunk's rows are, with their count
+  const char* too_large;     // the tensor the 32-bit limit is about
+  const char* overlapped;    // what pipelined's per-chunk GEMMs overlap
   const char* native_extra;  // what native adds to one rank's GEMM
 };
 
@@ -69,7 +69,8 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
   const auto blocker = native_blocker(problem, caps, tile_m, tile_n);
   const OpWords w = words(problem);
   const std::string native_fits = "bf16, " + w.chunk_rows + " is a multiple of tile M " +
-                                  num(tile_m) + ", n and k are multiples of 8, within 32-bit limits";
+                                  num(tile_m) +
+                                  ", n and k are multiples of 8, within 32-bit limits";
 
   Plan result;
   const std::string& no_library = caps.library_gemm_unavailable_reason;
@@ -126,8 +127,7 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
   }
   if (!caps.overlap_unprofitable_reason.empty()) {
     result = {Algorithm::decomposed, 0, 0,
-              "overlap does not pay here (" + caps.overlap_unprofitable_reason +
-                  "); one GEMM " +
+              "overlap does not pay here (" + caps.overlap_unprofitable_reason + "); one GEMM " +
                   (problem.op == OpKind::matmul_reduce_scatter ? "before the reduce-scatter"
                                                                : "after the gather") +
                   " is faster"};

@@ -84,9 +84,9 @@ std::vector<double> reference_matmul_reduce_scatter(const std::vector<TensorView
     for (std::int64_t i = 0; i < k; ++i) {
       for (std::int64_t j = 0; j < n; ++j) bd[i * n + j] = load_as_double(bs, i, j);
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
-                static_cast<int>(n), static_cast<int>(k), 1.0, ad.data(), static_cast<int>(k),
-                bd.data(), static_cast<int>(n), 1.0, out.data(), static_cast<int>(n));
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0, ad.data(), static_cast<int>(k), bd.data(),
+                static_cast<int>(n), 1.0, out.data(), static_cast<int>(n));
   }
   return out;
 }

@@ -74,6 +74,38 @@ Layout check_b_layout(const std::string& name, const TensorView& b) {
   fail(name, "must be contiguous row-major or column-major, got " + shape_of(b));
 }
 
+// B's rows are A's columns; `k_label` says which k that is.
+void check_inner_dimension(const TensorView& b, const std::string& a_name,
+                           const std::string& k_label, std::int64_t k) {
+  if (b.rows != k) {
+    fail("b", "rows must equal " + a_name + "'s columns (" + k_label + " = " + std::to_string(k) +
+                  "), got " + std::to_string(b.rows));
+  }
+}
+
+// An output's exact shape, `rule` naming it in the problem's terms.
+void check_shape(const std::string& name, const TensorView& t, const std::string& rule,
+                 std::int64_t rows, std::int64_t cols) {
+  if (t.rows != rows || t.cols != cols) {
+    fail(name, "shape must be " + rule + " = " + std::to_string(rows) + "x" + std::to_string(cols) +
+                   ", got " + std::to_string(t.rows) + "x" + std::to_string(t.cols));
+  }
+}
+
+ProblemDesc describe(OpKind op, int world_size, int rank, std::int64_t m, std::int64_t n,
+                     std::int64_t k, DType dtype, Layout b_layout) {
+  ProblemDesc problem;
+  problem.op = op;
+  problem.world_size = world_size;
+  problem.rank = rank;
+  problem.m = m;
+  problem.n = n;
+  problem.k = k;
+  problem.dtype = dtype;
+  problem.b_layout = b_layout;
+  return problem;
+}
+
 void check_same_dtype(const std::string& name, const TensorView& t, const std::string& first_name,
                       const TensorView& first) {
   if (t.dtype != first.dtype) {
@@ -104,8 +136,7 @@ std::string ProblemDesc::to_string() const {
     s << "reduce-scatter W=" << world_size << " M=" << gathered_rows() << " (m=" << m
       << " per rank) n=" << n << " k=" << k << " (this rank's slice)";
   } else {
-    s << "W=" << world_size << " m=" << m << " (M=" << gathered_rows() << ") n=" << n
-      << " k=" << k;
+    s << "W=" << world_size << " m=" << m << " (M=" << gathered_rows() << ") n=" << n << " k=" << k;
   }
   s << " " << asynctp::to_string(dtype) << " b=" << core::to_string(b_layout);
   return s.str();
@@ -145,21 +176,10 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
   if (__builtin_mul_overflow(m, static_cast<std::int64_t>(world_size), &gathered_rows)) {
     fail("a_shard", "rows times world size overflows");
   }
-  if (b.rows != k) {
-    fail("b", "rows must equal a_shard's columns (k = " + std::to_string(k) + "), got " +
-                  std::to_string(b.rows));
-  }
-  if (c_out.rows != gathered_rows || c_out.cols != n) {
-    fail("c_out", "shape must be (world_size * m) x n = " + std::to_string(gathered_rows) + "x" +
-                      std::to_string(n) + ", got " + std::to_string(c_out.rows) + "x" +
-                      std::to_string(c_out.cols));
-  }
-  if (a_gathered_out != nullptr &&
-      (a_gathered_out->rows != gathered_rows || a_gathered_out->cols != k)) {
-    fail("a_gathered_out", "shape must be (world_size * m) x k = " + std::to_string(gathered_rows) +
-                               "x" + std::to_string(k) + ", got " +
-                               std::to_string(a_gathered_out->rows) + "x" +
-                               std::to_string(a_gathered_out->cols));
+  check_inner_dimension(b, "a_shard", "k", k);
+  check_shape("c_out", c_out, "(world_size * m) x n", gathered_rows, n);
+  if (a_gathered_out != nullptr) {
+    check_shape("a_gathered_out", *a_gathered_out, "(world_size * m) x k", gathered_rows, k);
   }
 
   check_no_overlap("c_out", c_out, "a_shard", a_shard);
@@ -170,21 +190,15 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
     check_no_overlap("a_gathered_out", *a_gathered_out, "c_out", c_out);
   }
 
-  ProblemDesc problem;
-  problem.world_size = world_size;
-  problem.rank = rank;
-  problem.m = m;
-  problem.n = n;
-  problem.k = k;
-  problem.dtype = a_shard.dtype;
-  problem.b_layout = b_layout;
+  ProblemDesc problem =
+      describe(OpKind::all_gather_matmul, world_size, rank, m, n, k, a_shard.dtype, b_layout);
   problem.gathered_out = a_gathered_out != nullptr;
   return problem;
 }
 
-ProblemDesc validate_fused_matmul_reduce_scatter(int world_size, int rank,
-                                                 DeviceKind device_kind, const TensorView& a,
-                                                 const TensorView& b, const TensorView& out) {
+ProblemDesc validate_fused_matmul_reduce_scatter(int world_size, int rank, DeviceKind device_kind,
+                                                 const TensorView& a, const TensorView& b,
+                                                 const TensorView& out) {
   check_comm(world_size, rank);
 
   check_common("a", a, device_kind);
@@ -206,29 +220,13 @@ ProblemDesc validate_fused_matmul_reduce_scatter(int world_size, int rank,
                   std::to_string(world_size) + "): each rank receives M / world_size rows");
   }
   const std::int64_t m = rows / world_size;
-  if (b.rows != k) {
-    fail("b", "rows must equal a's columns (this rank's k = " + std::to_string(k) + "), got " +
-                  std::to_string(b.rows));
-  }
-  if (out.rows != m || out.cols != n) {
-    fail("out", "shape must be (M / world_size) x n = " + std::to_string(m) + "x" +
-                    std::to_string(n) + ", got " + std::to_string(out.rows) + "x" +
-                    std::to_string(out.cols));
-  }
+  check_inner_dimension(b, "a", "this rank's k", k);
+  check_shape("out", out, "(M / world_size) x n", m, n);
 
   check_no_overlap("out", out, "a", a);
   check_no_overlap("out", out, "b", b);
 
-  ProblemDesc problem;
-  problem.op = OpKind::matmul_reduce_scatter;
-  problem.world_size = world_size;
-  problem.rank = rank;
-  problem.m = m;
-  problem.n = n;
-  problem.k = k;
-  problem.dtype = a.dtype;
-  problem.b_layout = b_layout;
-  return problem;
+  return describe(OpKind::matmul_reduce_scatter, world_size, rank, m, n, k, a.dtype, b_layout);
 }
 
 }  // namespace asynctp::core

@@ -23,9 +23,9 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
 // a: M x k row-major (all M rows, this rank's K-slice), b: k x n row- or
 // column-major, out: (M / world_size) x n row-major, one dtype for all.
 // Throws Error(invalid_argument) naming the argument and the rule it broke.
-ProblemDesc validate_fused_matmul_reduce_scatter(int world_size, int rank,
-                                                 DeviceKind device_kind, const TensorView& a,
-                                                 const TensorView& b, const TensorView& out);
+ProblemDesc validate_fused_matmul_reduce_scatter(int world_size, int rank, DeviceKind device_kind,
+                                                 const TensorView& a, const TensorView& b,
+                                                 const TensorView& out);
 
 // rows * cols without overflow; false if the product exceeds int64 or a
 // dimension is negative.

@@ -20,7 +20,8 @@ bool CallContext::acquire(const core::ChunkSignals& flags, int index, const std:
   if (flags.load(index) == epoch) return true;
   const double begin = trace ? trace->now_us() : 0;
   const auto result = flags.wait(index, epoch, timeout_ms, &abort);
-  if (trace) trace->add_span(problem.rank, lane, "wait", span_name, begin, trace->now_us(), span_args);
+  if (trace)
+    trace->add_span(problem.rank, lane, "wait", span_name, begin, trace->now_us(), span_args);
   switch (result) {
     case core::ChunkSignals::WaitResult::ready:
       return true;
@@ -36,8 +37,7 @@ bool CallContext::acquire(const core::ChunkSignals& flags, int index, const std:
 bool CallContext::acquire_chunk(int chunk, const std::string& lane) {
   return acquire(*signals, chunk, lane, "wait chunk " + std::to_string(chunk),
                  "\"chunk\": " + std::to_string(chunk), [&](std::uint32_t flag) {
-                   return core::chunk_timeout_message(problem.rank, chunk, flag, epoch,
-                                                      timeout_ms);
+                   return core::chunk_timeout_message(problem.rank, chunk, flag, epoch, timeout_ms);
                  });
 }
 
@@ -45,10 +45,10 @@ void CallContext::finish_piece(int chunk, const std::string& lane) {
   if (!countdown.finish_piece(chunk)) return;
   signals->release(chunk, epoch);
   if (trace) {
-    trace->add_instant(problem.rank, lane, "signal", "chunk " + std::to_string(chunk) + " computed",
-                       trace->now_us(),
-                       "\"chunk\": " + std::to_string(chunk) + ", \"epoch\": " +
-                           std::to_string(epoch));
+    trace->add_instant(
+        problem.rank, lane, "signal", "chunk " + std::to_string(chunk) + " computed",
+        trace->now_us(),
+        "\"chunk\": " + std::to_string(chunk) + ", \"epoch\": " + std::to_string(epoch));
   }
 }
 

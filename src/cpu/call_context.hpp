@@ -30,8 +30,7 @@ class ChunkCountdown {
   void reset(const std::vector<std::int64_t>& pieces_per_chunk);
   // True for the caller that finished the chunk's last piece.
   bool finish_piece(int chunk) noexcept {
-    return remaining_[static_cast<std::size_t>(chunk)].fetch_sub(1, std::memory_order_acq_rel) ==
-           1;
+    return remaining_[static_cast<std::size_t>(chunk)].fetch_sub(1, std::memory_order_acq_rel) == 1;
   }
 
  private:

@@ -7,10 +7,10 @@
 
 #include "asynctp/error.hpp"
 #include "asynctp/trace.hpp"
+#include "call/op_rules.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
 #include "core/schedule.hpp"
-#include "call/op_rules.hpp"
 #include "cpu/algorithms.hpp"
 #include "cpu/call_context.hpp"
 #include "cpu/producer.hpp"
@@ -191,8 +191,8 @@ void CpuComm::run_all_gather_matmul(const call::OpCall& call, const call::Checke
   jobs.before_workers = [&] {
     widen_b(call.b, ctx, options);  // while the first chunks are in flight
     if (ctx.plan.algorithm == Algorithm::native) {
-      schedule.emplace(ctx.problem.world_size, rank_, ctx.problem.m, ctx.problem.n,
-                       ctx.plan.tile_m, ctx.plan.tile_n);
+      schedule.emplace(ctx.problem.world_size, rank_, ctx.problem.m, ctx.problem.n, ctx.plan.tile_m,
+                       ctx.plan.tile_n);
       gemm_plan.schedule = &*schedule;
     }
   };
@@ -202,8 +202,7 @@ void CpuComm::run_all_gather_matmul(const call::OpCall& call, const call::Checke
   run_jobs(ctx, jobs, checked.resolved.wait_timeout_ms);
 }
 
-void CpuComm::run_matmul_reduce_scatter(const call::OpCall& call,
-                                        const call::CheckedCall& checked,
+void CpuComm::run_matmul_reduce_scatter(const call::OpCall& call, const call::CheckedCall& checked,
                                         const Options& options) {
   CallContext ctx;
   fill_context(ctx, checked, options);
@@ -220,9 +219,9 @@ void CpuComm::run_matmul_reduce_scatter(const call::OpCall& call,
     const std::size_t bytes =
         static_cast<std::size_t>(p.gathered_rows() * p.n) * element_size(p.dtype);
     try {
-      ctx.partial = TensorView::row_major(
-          partial_storage_.ensure(bytes, rank_, "partial product workspace"), p.dtype,
-          p.gathered_rows(), p.n);
+      ctx.partial =
+          TensorView::row_major(partial_storage_.ensure(bytes, rank_, "partial product workspace"),
+                                p.dtype, p.gathered_rows(), p.n);
     } catch (const std::bad_alloc&) {
       throw Error(ErrorCode::backend, "cpu: cannot allocate " + std::to_string(bytes) +
                                           " bytes for the partial product");

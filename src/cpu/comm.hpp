@@ -53,8 +53,7 @@ class CpuComm final : public call::Transport {
   // every peer's producer is done with this rank's memory), then the
   // workers. Rethrows the root cause first: setup, GEMM, producer, barrier.
   void run_jobs(CallContext& ctx, const Jobs& jobs, std::int64_t timeout_ms);
-  void fill_context(CallContext& ctx, const call::CheckedCall& checked,
-                    const Options& options);
+  void fill_context(CallContext& ctx, const call::CheckedCall& checked, const Options& options);
   void widen_b(const TensorView& b, CallContext& ctx, const Options& options);
 
   void run_all_gather_matmul(const call::OpCall& call, const call::CheckedCall& checked,

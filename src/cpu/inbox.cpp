@@ -15,8 +15,7 @@ std::size_t slot_bytes(const core::ProblemDesc& problem) {
 }  // namespace
 
 void Inbox::reserve(const core::ProblemDesc& problem) {
-  const std::size_t bytes =
-      slot_bytes(problem) * static_cast<std::size_t>(problem.world_size - 1);
+  const std::size_t bytes = slot_bytes(problem) * static_cast<std::size_t>(problem.world_size - 1);
   try {
     data_ = slots_.ensure(bytes, problem.rank, "reduce-scatter receive slots");
   } catch (const std::bad_alloc&) {

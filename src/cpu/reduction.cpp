@@ -6,8 +6,8 @@
 
 #include "core/dtype_convert.hpp"
 #include "core/schedule.hpp"
-#include "cpu/gemm_span.hpp"
 #include "cpu/inbox.hpp"
+#include "cpu/worker_common.hpp"
 
 namespace asynctp::cpu {
 namespace {
@@ -40,8 +40,9 @@ bool reduce_own_chunk(CallContext& ctx, int member, int members, GemmScratch& sc
   const std::string chunk_json = "\"chunk\": " + std::to_string(p.rank);
 
   // The own partial, complete once its chunk's last piece is stored.
-  if (!ctx.acquire(*ctx.signals, p.rank, lane, "wait for the GEMM of chunk " + std::to_string(p.rank),
-                   chunk_json, [&](std::uint32_t flag) {
+  if (!ctx.acquire(*ctx.signals, p.rank, lane,
+                   "wait for the GEMM of chunk " + std::to_string(p.rank), chunk_json,
+                   [&](std::uint32_t flag) {
                      return core::partial_compute_timeout_message(p.rank, p.rank, flag, ctx.epoch,
                                                                   ctx.timeout_ms);
                    })) {
@@ -63,11 +64,11 @@ bool reduce_own_chunk(CallContext& ctx, int member, int members, GemmScratch& sc
   for (int slot = 0; slot + 1 < p.world_size; ++slot) {
     const int source = core::partial_source(p.world_size, p.rank, slot);
     const std::string source_json = chunk_json + ", \"source_rank\": " + std::to_string(source);
-    if (!ctx.acquire(inbox.flags(), slot, lane, "wait for the partial of rank " + std::to_string(source),
-                     source_json, [&](std::uint32_t flag) {
-                       return core::partial_timeout_message(p.rank, source, flag, ctx.epoch,
-                                                            ctx.timeout_ms);
-                     })) {
+    if (!ctx.acquire(
+            inbox.flags(), slot, lane, "wait for the partial of rank " + std::to_string(source),
+            source_json, [&](std::uint32_t flag) {
+              return core::partial_timeout_message(p.rank, source, flag, ctx.epoch, ctx.timeout_ms);
+            })) {
       return false;
     }
     WorkerSpan span(ctx, member);

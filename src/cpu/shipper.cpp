@@ -18,8 +18,8 @@ std::vector<int> peer_send_order(const core::ProblemDesc& problem) {
 void run_shipper(CallContext& ctx, const std::vector<int>& order) {
   const int rank = ctx.problem.rank;
   const int world = ctx.problem.world_size;
-  const std::size_t chunk_bytes = static_cast<std::size_t>(ctx.problem.m * ctx.problem.n) *
-                                  element_size(ctx.problem.dtype);
+  const std::size_t chunk_bytes =
+      static_cast<std::size_t>(ctx.problem.m * ctx.problem.n) * element_size(ctx.problem.dtype);
   const auto* partial = static_cast<const char*>(ctx.partial.data);
   for (int chunk : order) {
     const bool computed = ctx.acquire(
@@ -30,10 +30,9 @@ void run_shipper(CallContext& ctx, const std::vector<int>& order) {
         });
     if (!computed) return;
     const int slot = core::partial_slot(world, chunk, rank);
-    const std::string args = "\"chunk\": " + std::to_string(chunk) +
-                             ", \"owner\": " + std::to_string(chunk) +
-                             ", \"slot\": " + std::to_string(slot) +
-                             ", \"epoch\": " + std::to_string(ctx.epoch);
+    const std::string args =
+        "\"chunk\": " + std::to_string(chunk) + ", \"owner\": " + std::to_string(chunk) +
+        ", \"slot\": " + std::to_string(slot) + ", \"epoch\": " + std::to_string(ctx.epoch);
     if (run_copy_hooks(ctx, chunk, args)) continue;
     Inbox& owner = *ctx.inboxes[static_cast<std::size_t>(chunk)];
     const double begin = ctx.trace ? ctx.trace->now_us() : 0;
@@ -44,8 +43,8 @@ void run_shipper(CallContext& ctx, const std::vector<int>& order) {
       const double end = ctx.trace->now_us();
       ctx.trace->add_span(rank, "producer", "copy", "ship chunk " + std::to_string(chunk), begin,
                           end, args + ", \"bytes\": " + std::to_string(chunk_bytes));
-      ctx.trace->add_instant(rank, "producer", "signal",
-                             "signal partial " + std::to_string(chunk), end, args);
+      ctx.trace->add_instant(rank, "producer", "signal", "signal partial " + std::to_string(chunk),
+                             end, args);
     }
   }
 }

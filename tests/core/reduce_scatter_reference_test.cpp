@@ -22,14 +22,6 @@ namespace {
 using asynctp_test::HostTensor;
 using asynctp_test::Seed;
 
-void set(HostTensor& t, const std::vector<float>& values) {
-  const TensorView v = t.view();
-  std::size_t i = 0;
-  for (std::int64_t r = 0; r < v.rows; ++r) {
-    for (std::int64_t c = 0; c < v.cols; ++c) store_from_float(v, r, c, values[i++]);
-  }
-}
-
 TEST(ReduceScatterReference, HandComputedSum) {
   // W = 2, M = 2 (one row per rank). Rank 0: k = 2, rank 1: k = 1.
   //   A0 = [[1, 2], [3, 4]], B0 = [[1, 0, 2], [0, 1, -1]] -> A0 B0 = [[1, 2, 0], [3, 4, 2]]
@@ -40,10 +32,10 @@ TEST(ReduceScatterReference, HandComputedSum) {
       SCOPED_TRACE(std::string(to_string(dtype)) + (col_major ? " col" : " row"));
       HostTensor a0(dtype, 2, 2), b0(dtype, 2, 3, col_major), a1(dtype, 2, 1),
           b1(dtype, 1, 3, col_major);
-      set(a0, {1, 2, 3, 4});
-      set(b0, {1, 0, 2, 0, 1, -1});
-      set(a1, {5, -6});
-      set(b1, {1, 2, 3});
+      a0.set({1, 2, 3, 4});
+      b0.set({1, 0, 2, 0, 1, -1});
+      a1.set({5, -6});
+      b1.set({1, 2, 3});
       const std::vector<TensorView> a = {a0.view(), a1.view()}, b = {b0.view(), b1.view()};
       EXPECT_EQ(reference_matmul_reduce_scatter(a, b, 0), (std::vector<double>{6, 12, 15}));
       EXPECT_EQ(reference_matmul_reduce_scatter(a, b, 1), (std::vector<double>{-3, -8, -16}));
@@ -110,7 +102,8 @@ TEST(ReduceScatterTolerance, FollowsTheDerivedFormula) {
     EXPECT_DOUBLE_EQ(reduce_scatter_error_tolerance(dtype, 1),
                      error_tolerance(dtype) + unit_roundoff(dtype));
     for (int w = 1; w < 8; ++w) {
-      EXPECT_LT(reduce_scatter_error_tolerance(dtype, w), reduce_scatter_error_tolerance(dtype, w + 1));
+      EXPECT_LT(reduce_scatter_error_tolerance(dtype, w),
+                reduce_scatter_error_tolerance(dtype, w + 1));
     }
   }
   EXPECT_NEAR(reduce_scatter_error_tolerance(DType::bf16, 8), 0.0152, 1e-4);

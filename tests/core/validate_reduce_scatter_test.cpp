@@ -14,6 +14,7 @@
 
 #include "asynctp/error.hpp"
 #include "core/validate.hpp"
+#include "support/expect_error.hpp"
 #include "support/printers.hpp"
 
 namespace asynctp::core {
@@ -39,17 +40,7 @@ struct Call {
 };
 
 void expect_rejected(const Call& call, const std::string& argument, const std::string& phrase) {
-  try {
-    call.validate();
-    ADD_FAILURE() << "accepted; expected rejection of " << argument << " (" << phrase << ")";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
-    const std::string message = e.what();
-    EXPECT_NE(message.find("invalid argument: " + argument + ": "), std::string::npos)
-        << "message does not lead with the argument '" << argument << "': " << message;
-    EXPECT_NE(message.find(phrase), std::string::npos)
-        << "message lacks '" << phrase << "': " << message;
-  }
+  asynctp_test::expect_invalid_argument([&] { call.validate(); }, argument, phrase);
 }
 
 using Pick = std::function<TensorView&(Call&)>;
@@ -198,7 +189,8 @@ TEST(ValidateReduceScatter, InnerDimensionsMustAgree) {
 
 TEST(ValidateReduceScatter, OutputShape) {
   for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{kRows, kN},
-                            {kRows / kWorld + 1, kN}, {kRows / kWorld, kN + 8}}) {
+                            {kRows / kWorld + 1, kN},
+                            {kRows / kWorld, kN + 8}}) {
     Call call;
     call.out = TensorView::row_major(call.out.data, DType::bf16, rows, cols);
     expect_rejected(call, "out", "shape must be (M / world_size) x n = 32x48");

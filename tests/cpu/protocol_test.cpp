@@ -197,19 +197,11 @@ TEST(Protocol, BothOpsInterleavedOnOneGroup) {
     options.wait_timeout_ms = 10'000;
     if (i % 2 == 0) {
       gather.refill(rng);
-      gather.poison_outputs();
-      const auto outcomes = asynctp_test::run_collective(
-          group, [&](Comm& comm) { return gather.call(comm, options); });
-      asynctp_test::expect_all_ok(outcomes);
-      gather.expect_all_correct();
+      asynctp_test::run_and_check(group, gather, options);
     } else {
       asynctp_test::ReduceScatterProblem& p = i % 4 == 1 ? scatter_a : scatter_b;
       p.refill(rng);
-      p.poison_outputs();
-      const auto outcomes =
-          asynctp_test::run_collective(group, [&](Comm& comm) { return p.call(comm, options); });
-      asynctp_test::expect_all_ok(outcomes);
-      p.expect_all_correct();
+      asynctp_test::run_and_check(group, p, options);
     }
     if (HasFailure()) break;
   }

@@ -18,6 +18,7 @@
 namespace asynctp {
 namespace {
 
+using asynctp_test::draw;
 using asynctp_test::ReduceScatterProblem;
 using asynctp_test::RsShape;
 using asynctp_test::Seed;
@@ -49,10 +50,6 @@ std::vector<Case> cases() {
     }
   }
   return all;
-}
-
-std::int64_t draw(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
-  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
 }
 
 // A random shape the forced algorithm can run. Native needs m % tile_m == 0
@@ -97,19 +94,7 @@ TEST_P(ReduceScatterCorrectness, MatchesFloat64ReferenceOnEveryRank) {
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     if (round > 0) problem.refill(rng);
-    problem.poison_outputs();
-    const auto outcomes = asynctp_test::run_collective(
-        group, [&](Comm& comm) { return problem.call(comm, options); });
-    asynctp_test::expect_all_ok(outcomes);
-    for (const auto& out : outcomes) {
-      EXPECT_EQ(out.info.algorithm, c.algorithm) << out.info.reason;
-      EXPECT_NE(out.info.reason.find("forced"), std::string::npos) << out.info.reason;
-      if (c.algorithm == Algorithm::native) {
-        EXPECT_EQ(out.info.tile_m, *options.tile_m);
-        EXPECT_EQ(out.info.tile_n, *options.tile_n);
-      }
-    }
-    problem.expect_all_correct();
+    asynctp_test::expect_forced(asynctp_test::run_and_check(group, problem, options), options);
   }
 }
 
@@ -131,11 +116,7 @@ TEST(ReduceScatterCorrectnessWorkers, ManyWorkersFewRows) {
     options.wait_timeout_ms = 10'000;
     cpu::Group group({3, 5});
     ReduceScatterProblem problem(asynctp_test::rs_shape(3, 8, 24, 16), rng);
-    problem.poison_outputs();
-    const auto outcomes = asynctp_test::run_collective(
-        group, [&](Comm& comm) { return problem.call(comm, options); });
-    asynctp_test::expect_all_ok(outcomes);
-    problem.expect_all_correct();
+    asynctp_test::run_and_check(group, problem, options);
   }
 }
 
@@ -149,19 +130,14 @@ TEST(ReduceScatterCorrectnessNative, DefaultTilesWithAuto) {
   asynctp_test::ScopedEnv tile_m("ASYNCTP_TILE_M", std::nullopt);
   asynctp_test::ScopedEnv tile_n("ASYNCTP_TILE_N", std::nullopt);
   cpu::Group group({2, 2});
-  ReduceScatterProblem problem(asynctp_test::rs_shape(2, 256, 8 * draw(rng, 2, 6), 8 * draw(rng, 2, 8)),
-                               rng);
-  problem.poison_outputs();
+  ReduceScatterProblem problem(
+      asynctp_test::rs_shape(2, 256, 8 * draw(rng, 2, 6), 8 * draw(rng, 2, 8)), rng);
   Options options;
   options.wait_timeout_ms = 10'000;
-  const auto outcomes = asynctp_test::run_collective(
-      group, [&](Comm& comm) { return problem.call(comm, options); });
-  asynctp_test::expect_all_ok(outcomes);
-  for (const auto& out : outcomes) {
+  for (const auto& out : asynctp_test::run_and_check(group, problem, options)) {
     EXPECT_EQ(out.info.algorithm, Algorithm::native) << out.info.reason;
     EXPECT_EQ(out.info.tile_m, 256);
   }
-  problem.expect_all_correct();
 }
 
 }  // namespace

@@ -98,18 +98,13 @@ TEST(ReduceScatterOverlap, NativeShipsEarlyChunksWhileLaterOnesAreComputed) {
     Options options = options_for(algorithm, trace);
     options.hooks.before_compute = [&](int rank, int chunk) {
       if (chunk != rank) return;  // hold only the own chunk, computed last
-      const bool shipped = hold_until(trace, hold, [&](const Trace::Event& e) {
-        return is_ship(e, rank, first_chunk(rank));
-      });
+      const bool shipped = hold_until(
+          trace, hold, [&](const Trace::Event& e) { return is_ship(e, rank, first_chunk(rank)); });
       if (shipped_at_release[static_cast<std::size_t>(rank)] < 0) {
         shipped_at_release[static_cast<std::size_t>(rank)] = shipped ? 1 : 0;
       }
     };
-    problem.poison_outputs();
-    const auto outcomes = asynctp_test::run_collective(
-        group, [&](Comm& comm) { return problem.call(comm, options); }, 90.0);
-    asynctp_test::expect_all_ok(outcomes);
-    problem.expect_all_correct();
+    asynctp_test::run_and_check(group, problem, options, 90.0);
 
     for (int rank = 0; rank < kWorld; ++rank) {
       SCOPED_TRACE("rank " + std::to_string(rank));
@@ -135,9 +130,7 @@ TEST(ReduceScatterOverlap, NativeShipsEarlyChunksWhileLaterOnesAreComputed) {
             << "the first chunk was not shipped while the own chunk waited to be computed";
         EXPECT_LT(ship_end, own_gemm_begin);
         // Three chunks' tiles before the own chunk's: 3 x (2 M tiles x 2 N tiles).
-        EXPECT_EQ(count(trace, [&](const Trace::Event& e) {
-                    return is_gemm_on(e, rank, rank);
-                  }),
+        EXPECT_EQ(count(trace, [&](const Trace::Event& e) { return is_gemm_on(e, rank, rank); }),
                   4);
       } else {
         EXPECT_EQ(shipped_at_release[static_cast<std::size_t>(rank)], 0)
@@ -165,16 +158,11 @@ TEST(ReduceScatterOverlap, OwnerAddsEarlyPartialsWhileLaterOnesAreInFlight) {
     Options options = options_for(algorithm, trace);
     options.hooks.before_copy = [&](int rank, int chunk) {
       if (rank != last_source || chunk != kOwner) return;
-      added_first = hold_until(trace, std::chrono::milliseconds(30'000),
-                               [&](const Trace::Event& e) {
-                                 return is_reduce_of(e, kOwner, first_source);
-                               });
+      added_first =
+          hold_until(trace, std::chrono::milliseconds(30'000),
+                     [&](const Trace::Event& e) { return is_reduce_of(e, kOwner, first_source); });
     };
-    problem.poison_outputs();
-    const auto outcomes = asynctp_test::run_collective(
-        group, [&](Comm& comm) { return problem.call(comm, options); }, 90.0);
-    asynctp_test::expect_all_ok(outcomes);
-    problem.expect_all_correct();
+    asynctp_test::run_and_check(group, problem, options, 90.0);
     EXPECT_TRUE(added_first) << "the owner did not add the partial of rank " << first_source
                              << " while the partial of rank " << last_source << " was held";
     // The earliest worker to add the first-due partial (each adds its rows).

@@ -22,13 +22,6 @@ using asynctp_test::RsShape;
 using asynctp_test::ScopedEnv;
 using asynctp_test::Seed;
 
-struct CleanEnv {
-  ScopedEnv algo{"ASYNCTP_ALGO", std::nullopt};
-  ScopedEnv tile_m{"ASYNCTP_TILE_M", std::nullopt};
-  ScopedEnv tile_n{"ASYNCTP_TILE_N", std::nullopt};
-  ScopedEnv timeout{"ASYNCTP_WAIT_TIMEOUT_MS", std::nullopt};
-};
-
 RunInfo plan_on(cpu::Group& group, int rank, const ReduceScatterProblem& p,
                 const Options& options) {
   return plan_fused_matmul_reduce_scatter(group.comm(rank), p.a(rank), p.b(rank), p.out(rank),
@@ -40,10 +33,7 @@ void expect_plan_matches_run(ReduceScatterProblem& problem, const Options& optio
   cpu::Group group({problem.world(), 2});
   std::vector<RunInfo> plans;
   for (int r = 0; r < problem.world(); ++r) plans.push_back(plan_on(group, r, problem, options));
-  problem.poison_outputs();
-  const auto outcomes =
-      asynctp_test::run_collective(group, [&](Comm& comm) { return problem.call(comm, options); });
-  asynctp_test::expect_all_ok(outcomes);
+  const auto outcomes = asynctp_test::run_and_check(group, problem, options);
   for (int r = 0; r < problem.world(); ++r) {
     const RunInfo& plan = plans[static_cast<std::size_t>(r)];
     const RunInfo& ran = outcomes[static_cast<std::size_t>(r)].info;
@@ -54,14 +44,13 @@ void expect_plan_matches_run(ReduceScatterProblem& problem, const Options& optio
     EXPECT_EQ(ran.tile_n, plan.tile_n);
     EXPECT_EQ(ran.reason, plan.reason);
   }
-  problem.expect_all_correct();
 }
 
 TEST(ReduceScatterPlannerApi, PlanPredictsTheRunWithItsReason) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  CleanEnv env;
+  asynctp_test::CleanPlannerEnv env;
   Options tiles;
   tiles.tile_m = 16;
   tiles.tile_n = 24;
@@ -71,8 +60,11 @@ TEST(ReduceScatterPlannerApi, PlanPredictsTheRunWithItsReason) {
     Algorithm expected;
     const char* reason;
   } cases[] = {
-      {rs_shape(3, 32, 40, 24), tiles, Algorithm::native, "rows per chunk (M/W = 32) is a multiple"},
-      {rs_shape(2, 136, 40, 24), {}, Algorithm::pipelined,
+      {rs_shape(3, 32, 40, 24), tiles, Algorithm::native,
+       "rows per chunk (M/W = 32) is a multiple"},
+      {rs_shape(2, 136, 40, 24),
+       {},
+       Algorithm::pipelined,
        "overlap the shipping of finished partials"},
       {rs_shape(4, 20, 12, 24, DType::fp16), {}, Algorithm::decomposed, "native needs bf16"},
       {rs_shape(1, 32, 40, 24), tiles, Algorithm::decomposed, "one rank has nothing to overlap"},
@@ -88,7 +80,7 @@ TEST(ReduceScatterPlannerApi, PlanWritesNothingAndRejectsWhatTheCallWould) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  CleanEnv env;
+  asynctp_test::CleanPlannerEnv env;
   ReduceScatterProblem problem(rs_shape(4, 20, 16, 16), rng);
   problem.poison_outputs();
   const auto before = problem.out_tensor(2).snapshot();
@@ -124,7 +116,7 @@ TEST(ReduceScatterPlannerApi, EnvironmentSelectsAlgorithmAndTilesUnlessOptionsDo
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  CleanEnv clean;
+  asynctp_test::CleanPlannerEnv clean;
   Options tiles;
   tiles.tile_m = 16;
   for (const char* forced : {"decomposed", "pipelined"}) {

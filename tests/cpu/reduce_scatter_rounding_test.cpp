@@ -37,14 +37,15 @@ void fill_integers(asynctp_test::HostTensor& t, std::mt19937_64& rng, int limit)
   std::uniform_int_distribution<int> pick(-limit, limit);
   const TensorView v = t.view();
   for (std::int64_t i = 0; i < v.rows; ++i) {
-    for (std::int64_t j = 0; j < v.cols; ++j) core::store_from_float(v, i, j, static_cast<float>(pick(rng)));
+    for (std::int64_t j = 0; j < v.cols; ++j)
+      core::store_from_float(v, i, j, static_cast<float>(pick(rng)));
   }
 }
 
 struct Models {
-  std::vector<float> ours;      // round(sum_s round(P_s))
-  std::vector<float> unrounded; // round(sum_s P_s)
-  std::vector<float> ring;      // round(round(round(P_0) + round(P_1)) + round(P_2)) ...
+  std::vector<float> ours;       // round(sum_s round(P_s))
+  std::vector<float> unrounded;  // round(sum_s P_s)
+  std::vector<float> ring;       // round(round(round(P_0) + round(P_1)) + round(P_2)) ...
 };
 
 Models models(const ReduceScatterProblem& p, int rank) {
@@ -110,10 +111,12 @@ TEST_P(ReduceScatterRounding, PartialsRoundedOnceSummedInFp32RoundedOnce) {
       const Models expected = models(problem, r);
       int wrong = 0;
       for (std::int64_t e = 0; e < shape.m * shape.n; ++e) {
-        const float got = static_cast<float>(core::load_as_double(problem.out(r), e / shape.n, e % shape.n));
+        const float got =
+            static_cast<float>(core::load_as_double(problem.out(r), e / shape.n, e % shape.n));
         const float want = expected.ours[static_cast<std::size_t>(e)];
         if (std::memcmp(&got, &want, sizeof got) != 0 && ++wrong <= 3) {
-          ADD_FAILURE() << "rank " << r << " element " << e << ": got " << got << ", expected " << want;
+          ADD_FAILURE() << "rank " << r << " element " << e << ": got " << got << ", expected "
+                        << want;
         }
         unrounded_differs += expected.unrounded[static_cast<std::size_t>(e)] != want;
         ring_differs += expected.ring[static_cast<std::size_t>(e)] != want;

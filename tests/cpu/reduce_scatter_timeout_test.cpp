@@ -60,9 +60,9 @@ TEST_P(ReduceScatterTimeout, DroppedPartialFailsOnlyItsOwnerNamingChunkAndSource
   const auto& failed = r.outcomes[3];
   ASSERT_FALSE(failed.ok);
   EXPECT_EQ(failed.code, ErrorCode::timeout) << failed.message;
-  for (const char* part : {"rank 3: chunk 3 (the partial of rank 1) never arrived",
-                           "expected epoch", "200 ms", "ASYNCTP_WAIT_TIMEOUT_MS",
-                           "rank 1's producer stalled"}) {
+  for (const char* part :
+       {"rank 3: chunk 3 (the partial of rank 1) never arrived", "expected epoch", "200 ms",
+        "ASYNCTP_WAIT_TIMEOUT_MS", "rank 1's producer stalled"}) {
     EXPECT_NE(failed.message.find(part), std::string::npos)
         << "missing '" << part << "' in: " << failed.message;
   }
