@@ -37,8 +37,8 @@ RunInfo fused_all_gather_matmul(Comm& comm, const TensorView& a_shard, const Ten
 // (an uneven split of K), as may B's layout.
 // Numerics: each rank's partial a_r @ b_r accumulates in fp32 and is rounded
 // to the output dtype to cross the link (as NCCL and PyTorch do); the owner
-// sums the W partials in fp32 and rounds once (error bound:
-// core::reduce_scatter_error_tolerance in src/core/reference.hpp).
+// sums the W partials in fp32 and rounds once (the error bound this gives:
+// README, "Matmul + reduce-scatter").
 // Options::hooks act on the shipping of partials: reorder permutes the W-1
 // peer chunks in send order, before_copy runs before a partial is shipped,
 // drop never ships it (its owner then times out naming chunk and rank).
@@ -63,8 +63,7 @@ RunInfo plan_fused_all_gather_matmul(const Comm& comm, const TensorView& a_shard
                                      const TensorView* a_gathered_out, const Options& options = {});
 
 // The same for fused_matmul_reduce_scatter. Local, not collective.
-RunInfo plan_fused_matmul_reduce_scatter(const Comm& comm, const TensorView& a,
-                                         const TensorView& b, const TensorView& out,
-                                         const Options& options = {});
+RunInfo plan_fused_matmul_reduce_scatter(const Comm& comm, const TensorView& a, const TensorView& b,
+                                         const TensorView& out, const Options& options = {});
 
 }  // namespace asynctp
