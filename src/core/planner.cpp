@@ -118,7 +118,7 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOpt
     return result;
   }
   if (!blocker && problem.world_size == 1) {
-    // Native would add its local copy and signals to the same GEMM.
+    // Native would only add its own work (w.native_extra) to the same GEMM.
     result = {Algorithm::decomposed, 0, 0,
               std::string("one rank has nothing to overlap (native could run, but would only "
                           "add its ") +

@@ -21,7 +21,8 @@ namespace asynctp::cpu {
 core::BackendCaps cpu_backend_caps();
 
 // One rank as a thread of this process: the records and barrier of the
-// agreement live in the group's shared state; peers' shards are read in place.
+// agreement live in the group's shared state; peers' shards are read, and
+// partials written into peers' inboxes, in place.
 class CpuComm final : public call::Transport {
  public:
   CpuComm(GroupState& group, int rank);

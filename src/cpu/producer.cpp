@@ -37,8 +37,22 @@ bool run_copy_hooks(CallContext& ctx, int chunk, const std::string& args) {
   return true;
 }
 
+void copy_and_signal(CallContext& ctx, void* dst, const void* src, std::size_t bytes,
+                     core::ChunkSignals& flags, int index, const std::string& copy_name,
+                     const std::string& signal_name, const std::string& args) {
+  const double begin = ctx.trace ? ctx.trace->now_us() : 0;
+  std::memcpy(dst, src, bytes);
+  flags.release(index, ctx.epoch);
+  if (ctx.trace) {
+    const double end = ctx.trace->now_us();
+    const int rank = ctx.problem.rank;
+    ctx.trace->add_span(rank, "producer", "copy", copy_name, begin, end,
+                        args + ", \"bytes\": " + std::to_string(bytes));
+    ctx.trace->add_instant(rank, "producer", "signal", signal_name, end, args);
+  }
+}
+
 void run_producer(CallContext& ctx, const std::vector<int>& order) {
-  const int rank = ctx.problem.rank;
   const std::size_t row_bytes =
       static_cast<std::size_t>(ctx.problem.k) * element_size(ctx.problem.dtype);
   const std::size_t chunk_bytes = row_bytes * static_cast<std::size_t>(ctx.problem.m);
@@ -49,17 +63,10 @@ void run_producer(CallContext& ctx, const std::vector<int>& order) {
                              ", \"source_rank\": " + std::to_string(chunk) +
                              ", \"epoch\": " + std::to_string(ctx.epoch);
     if (run_copy_hooks(ctx, chunk, args)) continue;
-    const double begin = ctx.trace ? ctx.trace->now_us() : 0;
-    std::memcpy(gathered + chunk_bytes * static_cast<std::size_t>(chunk),
-                ctx.shards[static_cast<std::size_t>(chunk)].data, chunk_bytes);
-    ctx.signals->release(chunk, ctx.epoch);
-    if (ctx.trace) {
-      const double end = ctx.trace->now_us();
-      ctx.trace->add_span(rank, "producer", "copy", "copy chunk " + std::to_string(chunk), begin,
-                          end, args + ", \"bytes\": " + std::to_string(chunk_bytes));
-      ctx.trace->add_instant(rank, "producer", "signal", "signal chunk " + std::to_string(chunk),
-                             end, args);
-    }
+    copy_and_signal(ctx, gathered + chunk_bytes * static_cast<std::size_t>(chunk),
+                    ctx.shards[static_cast<std::size_t>(chunk)].data, chunk_bytes, *ctx.signals,
+                    chunk, "copy chunk " + std::to_string(chunk),
+                    "signal chunk " + std::to_string(chunk), args);
   }
 }
 

@@ -4,6 +4,7 @@
 // reduce-scatter's producer, which pushes partials: shipper.hpp.)
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,12 @@ void run_producer(CallContext& ctx, const std::vector<int>& order);
 // drop. True when the chunk is dropped (recorded in the trace with `args`):
 // the producer must then neither copy nor signal it.
 bool run_copy_hooks(CallContext& ctx, int chunk, const std::string& args);
+
+// One copy of any op's producer: `bytes` from src to dst, then flags[index]
+// released with the call's epoch (after the bytes); traced as a "copy" span
+// `copy_name` and a "signal" instant `signal_name`, both with `args`.
+void copy_and_signal(CallContext& ctx, void* dst, const void* src, std::size_t bytes,
+                     core::ChunkSignals& flags, int index, const std::string& copy_name,
+                     const std::string& signal_name, const std::string& args);
 
 }  // namespace asynctp::cpu

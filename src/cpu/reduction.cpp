@@ -30,11 +30,11 @@ void add_rows(const TensorView& src, std::int64_t row_begin, std::int64_t rows, 
 
 }  // namespace
 
-bool reduce_own_chunk(CallContext& ctx, int member, int members, GemmScratch& scratch) {
+void reduce_own_chunk(CallContext& ctx, int member, int members, GemmScratch& scratch) {
   const core::ProblemDesc& p = ctx.problem;
   const std::int64_t begin = p.m * member / members;
   const std::int64_t end = p.m * (member + 1) / members;
-  if (begin == end) return true;
+  if (begin == end) return;
   const std::int64_t rows = end - begin;
   const std::string lane = lane_name(member);
   const std::string chunk_json = "\"chunk\": " + std::to_string(p.rank);
@@ -46,7 +46,7 @@ bool reduce_own_chunk(CallContext& ctx, int member, int members, GemmScratch& sc
                      return core::partial_compute_timeout_message(p.rank, p.rank, flag, ctx.epoch,
                                                                   ctx.timeout_ms);
                    })) {
-    return false;
+    return;
   }
   std::vector<float>& acc = scratch.c;  // the fp32 sum of this member's rows
   acc.resize(static_cast<std::size_t>(rows * p.n));
@@ -69,7 +69,7 @@ bool reduce_own_chunk(CallContext& ctx, int member, int members, GemmScratch& sc
             source_json, [&](std::uint32_t flag) {
               return core::partial_timeout_message(p.rank, source, flag, ctx.epoch, ctx.timeout_ms);
             })) {
-      return false;
+      return;
     }
     WorkerSpan span(ctx, member);
     add_rows(inbox.slot(slot, p), begin, rows, acc.data(), scratch.a);
@@ -79,7 +79,6 @@ bool reduce_own_chunk(CallContext& ctx, int member, int members, GemmScratch& sc
     });
   }
   core::float_block_to_view(acc.data(), rows, p.n, p.n, ctx.out, begin, 0);
-  return true;
 }
 
 }  // namespace asynctp::cpu

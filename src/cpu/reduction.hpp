@@ -13,8 +13,8 @@
 namespace asynctp::cpu {
 
 // Member `member` of `members` reduces its share of the own chunk's rows.
-// Returns false if another thread of the call failed; throws Error(timeout)
+// Stops early if another thread of the call failed; throws Error(timeout)
 // naming the chunk and the peer whose partial never came.
-bool reduce_own_chunk(CallContext& ctx, int member, int members, GemmScratch& scratch);
+void reduce_own_chunk(CallContext& ctx, int member, int members, GemmScratch& scratch);
 
 }  // namespace asynctp::cpu

@@ -35,17 +35,10 @@ void run_shipper(CallContext& ctx, const std::vector<int>& order) {
         ", \"slot\": " + std::to_string(slot) + ", \"epoch\": " + std::to_string(ctx.epoch);
     if (run_copy_hooks(ctx, chunk, args)) continue;
     Inbox& owner = *ctx.inboxes[static_cast<std::size_t>(chunk)];
-    const double begin = ctx.trace ? ctx.trace->now_us() : 0;
-    std::memcpy(owner.slot(slot, ctx.problem).data,
-                partial + chunk_bytes * static_cast<std::size_t>(chunk), chunk_bytes);
-    owner.flags().release(slot, ctx.epoch);
-    if (ctx.trace) {
-      const double end = ctx.trace->now_us();
-      ctx.trace->add_span(rank, "producer", "copy", "ship chunk " + std::to_string(chunk), begin,
-                          end, args + ", \"bytes\": " + std::to_string(chunk_bytes));
-      ctx.trace->add_instant(rank, "producer", "signal", "signal partial " + std::to_string(chunk),
-                             end, args);
-    }
+    copy_and_signal(ctx, owner.slot(slot, ctx.problem).data,
+                    partial + chunk_bytes * static_cast<std::size_t>(chunk), chunk_bytes,
+                    owner.flags(), slot, "ship chunk " + std::to_string(chunk),
+                    "signal partial " + std::to_string(chunk), args);
   }
 }
 

@@ -129,7 +129,7 @@ TEST(ReduceScatterOverlap, NativeShipsEarlyChunksWhileLaterOnesAreComputed) {
         EXPECT_EQ(shipped_at_release[static_cast<std::size_t>(rank)], 1)
             << "the first chunk was not shipped while the own chunk waited to be computed";
         EXPECT_LT(ship_end, own_gemm_begin);
-        // Three chunks' tiles before the own chunk's: 3 x (2 M tiles x 2 N tiles).
+        // One span per tile of the own chunk: 2 M tiles x 2 N tiles.
         EXPECT_EQ(count(trace, [&](const Trace::Event& e) { return is_gemm_on(e, rank, rank); }),
                   4);
       } else {
