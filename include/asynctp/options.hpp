@@ -27,7 +27,9 @@ Algorithm parse_algorithm(const std::string& text, const std::string& what);
 
 // Hooks that perturb the producer, for tests and demonstrations: they let a
 // test delay a chunk, reverse the arrival order, or drop a chunk entirely to
-// exercise the bounded wait. They run on the producer (copy) thread.
+// exercise the bounded wait. They run on the producer (copy) thread, except
+// before_compute. For fused_matmul_reduce_scatter they act on the shipping
+// of partials (see asynctp/ops.hpp).
 struct ArrivalHooks {
   // Given the schedule's chunk order (pivot first), returns the order in which
   // the producer copies. Must be a permutation of `order`.
@@ -36,6 +38,12 @@ struct ArrivalHooks {
   std::function<void(int rank, int chunk)> before_copy;
   // Returns true to never copy or signal `chunk` on `rank`.
   std::function<bool(int rank, int chunk)> drop;
+  // Called on a GEMM worker of `rank` before it computes output rows of
+  // `chunk` (a tile, a lane's share of a chunk, or the chunk's rows of the
+  // one GEMM); may block to hold the GEMM back, e.g. to show that the
+  // shipping of finished chunks does not wait for the rest of the GEMM. CPU
+  // backend only; the GPU backends reject it (their GEMM is one kernel).
+  std::function<void(int rank, int chunk)> before_compute;
 };
 
 struct Options {

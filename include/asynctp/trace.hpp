@@ -18,7 +18,7 @@ class Trace {
 
   struct Event {
     std::string name;
-    std::string category;  // "copy", "signal", "gemm", "wait", "call"
+    std::string category;  // "copy", "signal", "gemm", "reduce", "wait", "call"
     int rank = 0;
     std::string lane;         // e.g. "producer", "gemm worker 0"
     double begin_us = 0;      // since the trace's origin

@@ -18,6 +18,16 @@ call::OpCall all_gather_matmul_call(const TensorView& a_shard, const TensorView&
   return call;
 }
 
+call::OpCall matmul_reduce_scatter_call(const TensorView& a, const TensorView& b,
+                                        const TensorView& out) {
+  call::OpCall call;
+  call.op = core::OpKind::matmul_reduce_scatter;
+  call.a = a;
+  call.b = b;
+  call.out = out;
+  return call;
+}
+
 }  // namespace
 
 RunInfo fused_all_gather_matmul(Comm& comm, const TensorView& a_shard, const TensorView& b,
@@ -27,6 +37,12 @@ RunInfo fused_all_gather_matmul(Comm& comm, const TensorView& a_shard, const Ten
                               all_gather_matmul_call(a_shard, b, c_out, a_gathered_out), options);
 }
 
+RunInfo fused_matmul_reduce_scatter(Comm& comm, const TensorView& a, const TensorView& b,
+                                    const TensorView& out, const Options& options) {
+  return call::run_collective(call::transport_of(comm), matmul_reduce_scatter_call(a, b, out),
+                              options);
+}
+
 void synchronize(Comm& comm) { comm.synchronize(); }
 
 RunInfo plan_fused_all_gather_matmul(const Comm& comm, const TensorView& a_shard,
@@ -34,6 +50,12 @@ RunInfo plan_fused_all_gather_matmul(const Comm& comm, const TensorView& a_shard
                                      const TensorView* a_gathered_out, const Options& options) {
   return call::plan_collective(call::transport_of(comm),
                                all_gather_matmul_call(a_shard, b, c_out, a_gathered_out), options);
+}
+
+RunInfo plan_fused_matmul_reduce_scatter(const Comm& comm, const TensorView& a, const TensorView& b,
+                                         const TensorView& out, const Options& options) {
+  return call::plan_collective(call::transport_of(comm), matmul_reduce_scatter_call(a, b, out),
+                               options);
 }
 
 }  // namespace asynctp

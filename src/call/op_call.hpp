@@ -10,7 +10,10 @@ namespace asynctp::call {
 
 struct OpCall {
   core::OpKind op = core::OpKind::all_gather_matmul;
-  // all-gather + matmul: a = this rank's A shard (m x k), out = C ((W*m) x n)
+  // all-gather + matmul: a = this rank's A shard (m x k), b = B (k x n),
+  //   out = C ((W*m) x n)
+  // matmul + reduce-scatter: a = this rank's A (M x k, its K-slice),
+  //   b = its B slice (k x n), out = its rows of the sum ((M/W) x n)
   TensorView a;
   TensorView b;
   TensorView out;

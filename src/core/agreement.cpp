@@ -34,13 +34,27 @@ std::string find_disagreement(const std::vector<CallRecord>& records) {
       return field_mismatch("the operation", r, op_name(first.problem.op),
                             op_name(other.problem.op));
     }
-    if (other.problem.m != first.problem.m) {
-      return field_mismatch("a_shard rows (m)", r, std::to_string(first.problem.m),
-                            std::to_string(other.problem.m));
-    }
-    if (other.problem.k != first.problem.k) {
-      return field_mismatch("a_shard columns (k)", r, std::to_string(first.problem.k),
-                            std::to_string(other.problem.k));
+    if (first.problem.op == OpKind::all_gather_matmul) {
+      // Every rank's gathered buffer holds every shard: the shards agree.
+      if (other.problem.m != first.problem.m) {
+        return field_mismatch("a_shard rows (m)", r, std::to_string(first.problem.m),
+                              std::to_string(other.problem.m));
+      }
+      if (other.problem.k != first.problem.k) {
+        return field_mismatch("a_shard columns (k)", r, std::to_string(first.problem.k),
+                              std::to_string(other.problem.k));
+      }
+    } else {
+      // Every rank's partial product is M x n, cut into the same chunks; the
+      // K-slices (k) may differ, as partials do not depend on them.
+      if (other.problem.m != first.problem.m) {
+        return field_mismatch("a rows (M)", r, std::to_string(first.problem.gathered_rows()),
+                              std::to_string(other.problem.gathered_rows()));
+      }
+      if (other.problem.n != first.problem.n) {
+        return field_mismatch("b columns (n)", r, std::to_string(first.problem.n),
+                              std::to_string(other.problem.n));
+      }
     }
     if (other.problem.dtype != first.problem.dtype) {
       return field_mismatch("dtype", r, to_string(first.problem.dtype),
@@ -48,12 +62,20 @@ std::string find_disagreement(const std::vector<CallRecord>& records) {
     }
     if (other.plan.algorithm != first.plan.algorithm || other.plan.tile_m != first.plan.tile_m ||
         other.plan.tile_n != first.plan.tile_n) {
-      return field_mismatch(
+      // Each rank plans from its own problem (e.g. its own k), so the
+      // planners' reasons say why they differ; transports whose records
+      // travel without the reason (NCCL's wire) leave it out.
+      std::string verdict = field_mismatch(
           "the algorithm", r,
           std::string(to_string(first.plan.algorithm)) + " (tile " +
               std::to_string(first.plan.tile_m) + "x" + std::to_string(first.plan.tile_n) + ")",
           std::string(to_string(other.plan.algorithm)) + " (tile " +
               std::to_string(other.plan.tile_m) + "x" + std::to_string(other.plan.tile_n) + ")");
+      if (!first.plan.reason.empty() && !other.plan.reason.empty()) {
+        verdict += " (rank 0: " + first.plan.reason + "; rank " + std::to_string(r) + ": " +
+                   other.plan.reason + ")";
+      }
+      return verdict;
     }
     if (other.grows_workspace != first.grows_workspace) {
       return field_mismatch("whether the workspace must grow", r,

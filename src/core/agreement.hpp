@@ -28,10 +28,13 @@ struct CallRecord {
   bool grows_workspace = false;
 };
 
-// Empty when every record is valid and the ranks agree on what the gather
-// and the signal protocol need (world size, m, k, dtype, algorithm and
-// tiles); otherwise the first disagreement, in words. n and B's layout are
-// each rank's own business.
+// Empty when every record is valid and the ranks agree on what the op's
+// data movement and the signal protocol need; otherwise the first
+// disagreement, in words. Every op: the operation, world size, dtype,
+// algorithm and tiles. All-gather + matmul: m and k (the shards every rank
+// gathers); n and B's layout are each rank's own business. Matmul +
+// reduce-scatter: M and n (the partial chunks every rank ships); k (each
+// rank's K-slice) and B's layout are each rank's own business.
 std::string find_disagreement(const std::vector<CallRecord>& records);
 
 // The agreement step as every in-process group runs it, once `records[rank]`

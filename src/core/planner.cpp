@@ -128,6 +128,25 @@ Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
   return d;
 }
 
+// The words the planner's reasons use for each op; its rules are the same.
+struct OpWords {
+  std::string chunk_rows;    // what a chunk's rows are, with their count
+  const char* too_large;     // the tensor the 32-bit limit is about
+  const char* overlapped;    // what pipelined's per-chunk GEMMs overlap
+  const char* native_extra;  // what native adds to one rank's GEMM
+};
+
+OpWords words(const ProblemDesc& problem) {
+  if (problem.op == OpKind::matmul_reduce_scatter) {
+    return {"rows per chunk (M/W = " + num(problem.m) + ")",
+            "the partial product (M x n) or A needs 2^31 or more elements (32-bit indexing)",
+            "the shipping of finished partials", "signals and its reduction pass"};
+  }
+  return {"m per rank (" + num(problem.m) + ")",
+          "the gathered problem needs 2^31 or more elements per tensor (32-bit indexing)",
+          "the copies", "local copy and signals"};
+}
+
 }  // namespace
 
 const NativeConfig* choose_native_config(const ProblemDesc& problem,
@@ -155,9 +174,10 @@ std::optional<std::string> native_blocker(const ProblemDesc& problem, const Back
   if (problem.dtype != DType::bf16) {
     return std::string("native needs bf16, got ") + to_string(problem.dtype);
   }
+  const OpWords w = words(problem);
   if (problem.m % tile_m != 0) {
-    return "m per rank (" + num(problem.m) + ") is not a multiple of the native tile M (" +
-           num(tile_m) + "), so a tile would straddle two chunks";
+    return w.chunk_rows + " is not a multiple of the native tile M (" + num(tile_m) +
+           "), so a tile would straddle two chunks";
   }
   if (problem.n % kNativeDimMultiple != 0) {
     return "n (" + num(problem.n) + ") is not a multiple of " + num(kNativeDimMultiple);
@@ -168,7 +188,7 @@ std::optional<std::string> native_blocker(const ProblemDesc& problem, const Back
   std::int64_t elements = 0;
   if (!checked_element_count(problem.gathered_rows(), std::max(problem.n, problem.k), &elements) ||
       elements > kMaxElementsPerTensor) {
-    return "the gathered problem needs 2^31 or more elements per tensor (32-bit indexing)";
+    return w.too_large;
   }
   (void)tile_n;  // N tiles may be partial: the epilogue clips them
   return std::nullopt;
@@ -197,6 +217,10 @@ Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedO
   const std::int64_t tile_m = options.tile_m.value_or(caps.default_tile_m);
   const std::int64_t tile_n = options.tile_n.value_or(caps.default_tile_n);
   const auto blocker = native_blocker(problem, caps, tile_m, tile_n);
+  const OpWords w = words(problem);
+  const std::string native_fits = "bf16, " + w.chunk_rows + " is a multiple of tile M " +
+                                  num(tile_m) +
+                                  ", n and k are multiples of 8, within 32-bit limits";
 
   Plan result;
   const auto native_plan = [&](std::string reason) {
@@ -234,8 +258,7 @@ Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedO
                       ") and pipelined and decomposed unavailable (" + no_library + ")");
     }
     return native_plan("the only path this build has (pipelined and decomposed: " + no_library +
-                       "); bf16, m per rank " + num(problem.m) + " is a multiple of tile M " +
-                       num(tile_m));
+                       "); " + native_fits);
   }
 
   if (!caps.no_overlap_reason.empty()) {
@@ -246,21 +269,24 @@ Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedO
     return result;
   }
   if (!blocker && problem.world_size == 1) {
-    // Native would add its local copy and signals to the same GEMM.
+    // Native would only add its own work (w.native_extra) to the same GEMM.
     result = made(Algorithm::decomposed, 0, 0,
-                  "one rank has nothing to overlap (native could run, but would only add its local "
-                  "copy and signals to the same GEMM)");
+                  std::string("one rank has nothing to overlap (native could run, but would only "
+                              "add its ") +
+                      w.native_extra + " to the same GEMM)");
     return result;
   }
   if (!caps.overlap_unprofitable_reason.empty()) {
-    result = made(Algorithm::decomposed, 0, 0,
-                  "overlap does not pay here (" + caps.overlap_unprofitable_reason +
-                      "); one GEMM after the gather is faster");
+    result =
+        made(Algorithm::decomposed, 0, 0,
+             "overlap does not pay here (" + caps.overlap_unprofitable_reason + "); one GEMM " +
+                 (problem.op == OpKind::matmul_reduce_scatter ? "before the reduce-scatter"
+                                                              : "after the gather") +
+                 " is faster");
     return result;
   }
   if (!blocker) {
-    return native_plan("bf16, m per rank " + num(problem.m) + " is a multiple of tile M " +
-                       num(tile_m) + ", n and k are multiples of 8, within 32-bit limits");
+    return native_plan(native_fits);
   }
   if (problem.world_size == 1) {
     result = made(Algorithm::decomposed, 0, 0,
@@ -275,7 +301,7 @@ Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedO
     return result;
   }
   result = made(Algorithm::pipelined, 0, 0,
-                "native unavailable (" + *blocker + "); per-chunk GEMMs overlap the copies");
+                "native unavailable (" + *blocker + "); per-chunk GEMMs overlap " + w.overlapped);
   return result;
 }
 

@@ -56,6 +56,41 @@ std::vector<double> reference_all_gather_matmul(const std::vector<TensorView>& s
   return c;
 }
 
+std::vector<double> reference_matmul_reduce_scatter(const std::vector<TensorView>& a,
+                                                    const std::vector<TensorView>& b, int rank) {
+  const auto fail = [](const char* rule) {
+    throw Error(ErrorCode::invalid_argument, std::string("reference: ") + rule);
+  };
+  if (a.empty() || a.size() != b.size()) fail("a and b must hold one view per rank");
+  const int world = static_cast<int>(a.size());
+  if (rank < 0 || rank >= world) fail("rank must lie in [0, a.size())");
+  const std::int64_t rows = a.front().rows;
+  const std::int64_t n = b.front().cols;
+  if (rows % world != 0) fail("a's rows must be divisible by the number of ranks");
+  const std::int64_t m = rows / world;
+  std::vector<double> out(static_cast<std::size_t>(m * n), 0.0);
+  for (int s = 0; s < world; ++s) {
+    const TensorView& as = a[static_cast<std::size_t>(s)];
+    const TensorView& bs = b[static_cast<std::size_t>(s)];
+    if (as.rows != rows || bs.cols != n || bs.rows != as.cols) {
+      fail("every a[s] must be M x k_s and every b[s] k_s x n");
+    }
+    const std::int64_t k = as.cols;
+    std::vector<double> ad(static_cast<std::size_t>(m * k));
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < k; ++j) ad[i * k + j] = load_as_double(as, rank * m + i, j);
+    }
+    std::vector<double> bd(static_cast<std::size_t>(k * n));
+    for (std::int64_t i = 0; i < k; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) bd[i * n + j] = load_as_double(bs, i, j);
+    }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0, ad.data(), static_cast<int>(k), bd.data(),
+                static_cast<int>(n), 1.0, out.data(), static_cast<int>(n));
+  }
+  return out;
+}
+
 void poison(const TensorView& view) noexcept {
   for (std::int64_t i = 0; i < view.rows; ++i) {
     for (std::int64_t j = 0; j < view.cols; ++j) {
@@ -120,6 +155,25 @@ double error_tolerance(DType dtype) noexcept {
       return 1e-5;  // fp32 accumulation over long k
   }
   return 0;
+}
+
+double unit_roundoff(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::bf16:
+      return std::ldexp(1.0, -8);
+    case DType::fp16:
+      return std::ldexp(1.0, -11);
+    case DType::fp32:
+      return std::ldexp(1.0, -24);
+  }
+  return 0;
+}
+
+double reduce_scatter_error_tolerance(DType dtype, int world_size) noexcept {
+  const double w = static_cast<double>(world_size < 1 ? 1 : world_size);
+  const double root_w = std::sqrt(w);
+  return root_w * error_tolerance(dtype) + (w - 1) * root_w * unit_roundoff(DType::fp32) +
+         unit_roundoff(dtype);
 }
 
 }  // namespace asynctp::core

@@ -13,6 +13,18 @@ std::vector<int> chunk_order(int world_size, int pivot) {
   return order;
 }
 
+std::vector<int> send_order(int world_size, int rank) {
+  return chunk_order(world_size, (rank + 1) % world_size);
+}
+
+int partial_slot(int world_size, int owner, int source) noexcept {
+  return ((owner - source - 1) % world_size + world_size) % world_size;
+}
+
+int partial_source(int world_size, int owner, int slot) noexcept {
+  return ((owner - slot - 1) % world_size + world_size) % world_size;
+}
+
 TileSchedule::TileSchedule(int world_size, int pivot, std::int64_t m, std::int64_t n,
                            std::int64_t tile_m, std::int64_t tile_n)
     : world_size_(world_size), m_(m), n_(n), tile_m_(tile_m), tile_n_(tile_n) {

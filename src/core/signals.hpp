@@ -1,10 +1,11 @@
-// The per-chunk signal protocol. Each chunk of the gathered buffer has a
-// 32-bit flag. Every call advances the caller's epoch; the producer stores the
-// epoch into a chunk's flag (release) after the chunk's data, and a consumer
-// may read the chunk's rows once it loads (acquire) a flag equal to the epoch.
-// Flags from earlier calls hold older epochs and so never look ready, which is
-// why no reset is needed between calls (or between CUDA graph replays).
-// Every wait is bounded and reports which chunk from which rank never came.
+// The per-chunk signal protocol. Each chunk has a 32-bit flag: all-gather +
+// matmul, one per chunk of the gathered buffer; matmul + reduce-scatter, one
+// per chunk of the partial product (its GEMM done) and one per receive slot
+// of the owner (a peer's partial landed). Every call advances the caller's epoch; the producer
+// stores the epoch into a chunk's flag (release) after the chunk's data, and a consumer may read
+// the chunk's rows once it loads (acquire) a flag equal to the epoch. Flags from earlier calls hold
+// older epochs and so never look ready, which is why no reset is needed between calls (or between
+// CUDA graph replays). Every wait is bounded and reports which chunk from which rank never came.
 #pragma once
 
 #include <atomic>
@@ -22,6 +23,16 @@ constexpr std::uint32_t next_epoch(std::uint32_t current) noexcept {
 // The message of a chunk wait that timed out (shared by every backend).
 std::string chunk_timeout_message(int rank, int chunk, std::uint32_t flag_value,
                                   std::uint32_t expected_epoch, std::int64_t timeout_ms);
+
+// Matmul + reduce-scatter: the message of an owner's wait for a peer's
+// partial of its chunk that timed out.
+std::string partial_timeout_message(int owner, int source, std::uint32_t flag_value,
+                                    std::uint32_t expected_epoch, std::int64_t timeout_ms);
+// Matmul + reduce-scatter: the message of a wait for this rank's own GEMM to
+// finish a chunk of its partial product (the producer's, before shipping it;
+// the reduction's, for the rank's own chunk) that timed out.
+std::string partial_compute_timeout_message(int rank, int chunk, std::uint32_t flag_value,
+                                            std::uint32_t expected_epoch, std::int64_t timeout_ms);
 
 // Host-memory flags for one rank's chunks (CPU backend; host-mapped flags).
 class ChunkSignals {

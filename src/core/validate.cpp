@@ -62,6 +62,58 @@ void check_no_overlap(const std::string& out_name, const TensorView& out,
   if (overlaps(out, in)) fail(out_name, "must not overlap " + in_name);
 }
 
+void check_comm(int world_size, int rank) {
+  if (world_size < 1) fail("comm", "world size must be at least 1");
+  if (rank < 0 || rank >= world_size) fail("comm", "rank must lie in [0, world size)");
+}
+
+// B is k x n in either dense layout; returns its layout.
+Layout check_b_layout(const std::string& name, const TensorView& b) {
+  if (b.is_row_major()) return Layout::row_major;
+  if (b.is_col_major()) return Layout::col_major;
+  fail(name, "must be contiguous row-major or column-major, got " + shape_of(b));
+}
+
+// B's rows are A's columns; `k_label` says which k that is.
+void check_inner_dimension(const TensorView& b, const std::string& a_name,
+                           const std::string& k_label, std::int64_t k) {
+  if (b.rows != k) {
+    fail("b", "rows must equal " + a_name + "'s columns (" + k_label + " = " + std::to_string(k) +
+                  "), got " + std::to_string(b.rows));
+  }
+}
+
+// An output's exact shape, `rule` naming it in the problem's terms.
+void check_shape(const std::string& name, const TensorView& t, const std::string& rule,
+                 std::int64_t rows, std::int64_t cols) {
+  if (t.rows != rows || t.cols != cols) {
+    fail(name, "shape must be " + rule + " = " + std::to_string(rows) + "x" + std::to_string(cols) +
+                   ", got " + std::to_string(t.rows) + "x" + std::to_string(t.cols));
+  }
+}
+
+ProblemDesc describe(OpKind op, int world_size, int rank, std::int64_t m, std::int64_t n,
+                     std::int64_t k, DType dtype, Layout b_layout) {
+  ProblemDesc problem;
+  problem.op = op;
+  problem.world_size = world_size;
+  problem.rank = rank;
+  problem.m = m;
+  problem.n = n;
+  problem.k = k;
+  problem.dtype = dtype;
+  problem.b_layout = b_layout;
+  return problem;
+}
+
+void check_same_dtype(const std::string& name, const TensorView& t, const std::string& first_name,
+                      const TensorView& first) {
+  if (t.dtype != first.dtype) {
+    fail(name, "dtype must equal " + first_name + "'s (" + to_string(first.dtype) + "), got " +
+                   to_string(t.dtype));
+  }
+}
+
 }  // namespace
 
 const char* to_string(Layout layout) noexcept {
@@ -72,14 +124,21 @@ const char* op_name(OpKind op) noexcept {
   switch (op) {
     case OpKind::all_gather_matmul:
       return "fused_all_gather_matmul";
+    case OpKind::matmul_reduce_scatter:
+      return "fused_matmul_reduce_scatter";
   }
   return "?";
 }
 
 std::string ProblemDesc::to_string() const {
   std::ostringstream s;
-  s << "W=" << world_size << " m=" << m << " (M=" << gathered_rows() << ") n=" << n << " k=" << k
-    << " " << asynctp::to_string(dtype) << " b=" << core::to_string(b_layout);
+  if (op == OpKind::matmul_reduce_scatter) {
+    s << "reduce-scatter W=" << world_size << " M=" << gathered_rows() << " (m=" << m
+      << " per rank) n=" << n << " k=" << k << " (this rank's slice)";
+  } else {
+    s << "W=" << world_size << " m=" << m << " (M=" << gathered_rows() << ") n=" << n << " k=" << k;
+  }
+  s << " " << asynctp::to_string(dtype) << " b=" << core::to_string(b_layout);
   return s.str();
 }
 
@@ -92,8 +151,7 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
                                              const TensorView& a_shard, const TensorView& b,
                                              const TensorView& c_out,
                                              const TensorView* a_gathered_out) {
-  if (world_size < 1) fail("comm", "world size must be at least 1");
-  if (rank < 0 || rank >= world_size) fail("comm", "rank must lie in [0, world size)");
+  check_comm(world_size, rank);
 
   check_common("a_shard", a_shard, device_kind);
   check_common("b", b, device_kind);
@@ -103,22 +161,12 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
   check_row_major("a_shard", a_shard);
   check_row_major("c_out", c_out);
   if (a_gathered_out != nullptr) check_row_major("a_gathered_out", *a_gathered_out);
-  const bool b_row = b.is_row_major();
-  if (!b_row && !b.is_col_major()) {
-    fail("b", "must be contiguous row-major or column-major, got " + shape_of(b));
-  }
+  const Layout b_layout = check_b_layout("b", b);
 
-  if (b.dtype != a_shard.dtype) {
-    fail("b", std::string("dtype must equal a_shard's (") + to_string(a_shard.dtype) + "), got " +
-                  to_string(b.dtype));
-  }
-  if (c_out.dtype != a_shard.dtype) {
-    fail("c_out", std::string("dtype must equal a_shard's (") + to_string(a_shard.dtype) +
-                      "), got " + to_string(c_out.dtype));
-  }
-  if (a_gathered_out != nullptr && a_gathered_out->dtype != a_shard.dtype) {
-    fail("a_gathered_out", std::string("dtype must equal a_shard's (") + to_string(a_shard.dtype) +
-                               "), got " + to_string(a_gathered_out->dtype));
+  check_same_dtype("b", b, "a_shard", a_shard);
+  check_same_dtype("c_out", c_out, "a_shard", a_shard);
+  if (a_gathered_out != nullptr) {
+    check_same_dtype("a_gathered_out", *a_gathered_out, "a_shard", a_shard);
   }
 
   const std::int64_t m = a_shard.rows;
@@ -128,21 +176,10 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
   if (__builtin_mul_overflow(m, static_cast<std::int64_t>(world_size), &gathered_rows)) {
     fail("a_shard", "rows times world size overflows");
   }
-  if (b.rows != k) {
-    fail("b", "rows must equal a_shard's columns (k = " + std::to_string(k) + "), got " +
-                  std::to_string(b.rows));
-  }
-  if (c_out.rows != gathered_rows || c_out.cols != n) {
-    fail("c_out", "shape must be (world_size * m) x n = " + std::to_string(gathered_rows) + "x" +
-                      std::to_string(n) + ", got " + std::to_string(c_out.rows) + "x" +
-                      std::to_string(c_out.cols));
-  }
-  if (a_gathered_out != nullptr &&
-      (a_gathered_out->rows != gathered_rows || a_gathered_out->cols != k)) {
-    fail("a_gathered_out", "shape must be (world_size * m) x k = " + std::to_string(gathered_rows) +
-                               "x" + std::to_string(k) + ", got " +
-                               std::to_string(a_gathered_out->rows) + "x" +
-                               std::to_string(a_gathered_out->cols));
+  check_inner_dimension(b, "a_shard", "k", k);
+  check_shape("c_out", c_out, "(world_size * m) x n", gathered_rows, n);
+  if (a_gathered_out != nullptr) {
+    check_shape("a_gathered_out", *a_gathered_out, "(world_size * m) x k", gathered_rows, k);
   }
 
   check_no_overlap("c_out", c_out, "a_shard", a_shard);
@@ -153,16 +190,43 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
     check_no_overlap("a_gathered_out", *a_gathered_out, "c_out", c_out);
   }
 
-  ProblemDesc problem;
-  problem.world_size = world_size;
-  problem.rank = rank;
-  problem.m = m;
-  problem.n = n;
-  problem.k = k;
-  problem.dtype = a_shard.dtype;
-  problem.b_layout = b_row ? Layout::row_major : Layout::col_major;
+  ProblemDesc problem =
+      describe(OpKind::all_gather_matmul, world_size, rank, m, n, k, a_shard.dtype, b_layout);
   problem.gathered_out = a_gathered_out != nullptr;
   return problem;
+}
+
+ProblemDesc validate_fused_matmul_reduce_scatter(int world_size, int rank, DeviceKind device_kind,
+                                                 const TensorView& a, const TensorView& b,
+                                                 const TensorView& out) {
+  check_comm(world_size, rank);
+
+  check_common("a", a, device_kind);
+  check_common("b", b, device_kind);
+  check_common("out", out, device_kind);
+
+  check_row_major("a", a);
+  check_row_major("out", out);
+  const Layout b_layout = check_b_layout("b", b);
+
+  check_same_dtype("b", b, "a", a);
+  check_same_dtype("out", out, "a", a);
+
+  const std::int64_t rows = a.rows;  // M: every rank holds all rows
+  const std::int64_t k = a.cols;     // this rank's K-slice
+  const std::int64_t n = b.cols;
+  if (rows % world_size != 0) {
+    fail("a", "rows (M = " + std::to_string(rows) + ") must be divisible by the world size (" +
+                  std::to_string(world_size) + "): each rank receives M / world_size rows");
+  }
+  const std::int64_t m = rows / world_size;
+  check_inner_dimension(b, "a", "this rank's k", k);
+  check_shape("out", out, "(M / world_size) x n", m, n);
+
+  check_no_overlap("out", out, "a", a);
+  check_no_overlap("out", out, "b", b);
+
+  return describe(OpKind::matmul_reduce_scatter, world_size, rank, m, n, k, a.dtype, b_layout);
 }
 
 }  // namespace asynctp::core

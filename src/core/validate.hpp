@@ -1,4 +1,4 @@
-// Argument checks for fused_all_gather_matmul. Pure: reads only the views'
+// Argument checks of the collective ops. Pure: reads only the views'
 // metadata (never the data), so it is safe to call before anything is written.
 #pragma once
 
@@ -19,6 +19,13 @@ ProblemDesc validate_fused_all_gather_matmul(int world_size, int rank, DeviceKin
                                              const TensorView& a_shard, const TensorView& b,
                                              const TensorView& c_out,
                                              const TensorView* a_gathered_out);
+
+// a: M x k row-major (all M rows, this rank's K-slice), b: k x n row- or
+// column-major, out: (M / world_size) x n row-major, one dtype for all.
+// Throws Error(invalid_argument) naming the argument and the rule it broke.
+ProblemDesc validate_fused_matmul_reduce_scatter(int world_size, int rank, DeviceKind device_kind,
+                                                 const TensorView& a, const TensorView& b,
+                                                 const TensorView& out);
 
 // rows * cols without overflow; false if the product exceeds int64 or a
 // dimension is negative.

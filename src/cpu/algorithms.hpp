@@ -1,6 +1,7 @@
-// The GEMM side of the three algorithms, as run by each member of a rank's
-// worker pool. All read the gathered A only after acquiring the chunk's
-// signal, so the same code is correct under any arrival order or delay.
+// All-gather + matmul's GEMM side of the three algorithms, as run by each
+// member of a rank's worker pool. All read the gathered A only after
+// acquiring the chunk's signal, so the same code is correct under any
+// arrival order or delay. GemmPlan is any op's per-call worker state.
 #pragma once
 
 #include <atomic>
@@ -13,7 +14,7 @@
 namespace asynctp::cpu {
 
 struct GemmPlan {
-  const core::TileSchedule* schedule = nullptr;  // native only
+  const core::TileSchedule* schedule = nullptr;  // native only: the tile order
   std::atomic<std::int64_t> next_tile{0};        // native: the persistent scheduler's cursor
 };
 

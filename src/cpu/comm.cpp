@@ -1,6 +1,7 @@
 #include "cpu/comm.hpp"
 
 #include <exception>
+#include <new>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,8 @@
 #include "cpu/algorithms.hpp"
 #include "cpu/call_context.hpp"
 #include "cpu/producer.hpp"
+#include "cpu/reduce_scatter.hpp"
+#include "cpu/shipper.hpp"
 
 namespace asynctp::cpu {
 
@@ -46,18 +49,34 @@ call::CheckedCall CpuComm::check(const call::OpCall& call, const Options& option
 }
 
 void CpuComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
-                    const call::CheckedCall&, const call::OpCall&, const Options&,
+                    const call::CheckedCall& checked, const call::OpCall& call, const Options&,
                     std::int64_t timeout_ms) {
+  if (mine.ok && call.op == core::OpKind::matmul_reduce_scatter) {
+    // The peers write these slots once the records agree, so they must be
+    // in place before this rank's record says it is ready.
+    try {
+      group_.inboxes[static_cast<std::size_t>(rank_)]->reserve(checked.problem);
+    } catch (const Error& e) {
+      local_error = std::current_exception();
+      mine.ok = false;
+      mine.error = e.what();
+    }
+  }
   group_.records[static_cast<std::size_t>(rank_)] = mine;
   core::agree_or_throw(group_.barrier, group_.records, rank_, timeout_ms, local_error);
 }
 
 std::uint32_t CpuComm::execute(const call::OpCall& call, const call::CheckedCall& checked,
                                const Options& options) {
+  // Every rank executes every agreed call, so the ranks' epochs advance in
+  // lockstep: a peer releases this rank's receive flags with its own epoch.
   epoch_ = core::next_epoch(epoch_);
   switch (call.op) {
     case core::OpKind::all_gather_matmul:
       run_all_gather_matmul(call, checked, options);
+      break;
+    case core::OpKind::matmul_reduce_scatter:
+      run_matmul_reduce_scatter(call, checked, options);
       break;
   }
   return epoch_;
@@ -66,81 +85,52 @@ std::uint32_t CpuComm::execute(const call::OpCall& call, const call::CheckedCall
 TensorView CpuComm::gathered_workspace(const core::ProblemDesc& problem) {
   const std::size_t bytes =
       static_cast<std::size_t>(problem.gathered_rows() * problem.k) * element_size(problem.dtype);
-  const std::size_t lines = (bytes + sizeof(CacheLine) - 1) / sizeof(CacheLine);
-  if (gathered_storage_.size() < lines) {
-    gathered_storage_.resize(lines);
-    core::log(
-        core::LogLevel::info, rank_,
-        "gathered workspace grown to " + std::to_string(lines * sizeof(CacheLine)) + " bytes");
-  }
-  return TensorView::row_major(gathered_storage_.data(), problem.dtype, problem.gathered_rows(),
-                               problem.k);
+  return TensorView::row_major(gathered_storage_.ensure(bytes, rank_, "gathered workspace"),
+                               problem.dtype, problem.gathered_rows(), problem.k);
 }
 
-// The all-gather + matmul schedule: a producer thread pulls the peers' shards
-// in schedule order and releases each chunk's signal; the GEMM workers
-// acquire a chunk's signal before reading its rows.
-void CpuComm::run_all_gather_matmul(const call::OpCall& call, const call::CheckedCall& checked,
-                                    const Options& options) {
-  const TensorView& b = call.b;
-  const TensorView* a_gathered_out = call.a_gathered_out;
-  const std::int64_t timeout_ms = checked.resolved.wait_timeout_ms;
-
-  CallContext ctx;
+void CpuComm::fill_context(CallContext& ctx, const call::CheckedCall& checked,
+                           const Options& options) {
   ctx.problem = checked.problem;
   ctx.plan = checked.plan;
   ctx.epoch = epoch_;
-  ctx.timeout_ms = timeout_ms;
-  for (const core::CallRecord& record : group_.records) ctx.shards.push_back(record.shard);
-  ctx.c_out = call.out;
+  ctx.timeout_ms = checked.resolved.wait_timeout_ms;
   ctx.signals = &signals_;
   ctx.trace = options.trace;
   ctx.hooks = &options.hooks;
+}
 
-  // Everything launched is joined before this function returns, whatever
-  // fails: the teams hold references to ctx, which lives on this stack.
+void CpuComm::widen_b(const TensorView& b, CallContext& ctx, const Options& options) {
+  const double begin = options.trace ? options.trace->now_us() : 0;
+  cpu::widen_b(b, b32_);
+  ctx.b32 = b32_.data();
+  if (options.trace) {
+    options.trace->add_span(rank_, "rank", "gemm", "widen B to fp32", begin,
+                            options.trace->now_us());
+  }
+}
+
+void CpuComm::run_jobs(CallContext& ctx, const Jobs& jobs, std::int64_t timeout_ms) {
+  const auto on_failure_abort = [&ctx](const auto& job) {
+    try {
+      job();
+    } catch (...) {
+      ctx.abort = true;
+      throw;
+    }
+  };
   std::exception_ptr setup_error;
-  std::vector<int> order;
-  std::optional<core::TileSchedule> schedule;
-  GemmPlan gemm_plan;
   bool producer_launched = false;
   bool workers_launched = false;
   try {
     // Inside the try: a failed allocation must still reach the completion
     // barrier below, or every peer would wait out its timeout there.
-    ctx.gathered = a_gathered_out ? *a_gathered_out : gathered_workspace(checked.problem);
-    order = producer_order(ctx);
-    producer_.launch([&](int) {
-      try {
-        run_producer(ctx, order);
-      } catch (...) {
-        ctx.abort = true;
-        throw;
-      }
-    });
+    jobs.before_producer();
+    producer_.launch([&](int) { on_failure_abort(jobs.producer); });
     producer_launched = true;
-
-    // B is widened while the first chunks are in flight.
-    const double widen_begin = options.trace ? options.trace->now_us() : 0;
-    widen_b(b, b32_);
-    ctx.b32 = b32_.data();
-    if (options.trace) {
-      options.trace->add_span(rank_, "rank", "gemm", "widen B to fp32", widen_begin,
-                              options.trace->now_us());
-    }
-    if (ctx.plan.algorithm == Algorithm::native) {
-      schedule.emplace(ctx.problem.world_size, rank_, ctx.problem.m, ctx.problem.n, ctx.plan.tile_m,
-                       ctx.plan.tile_n);
-      gemm_plan.schedule = &*schedule;
-    }
+    jobs.before_workers();
     workers_.launch([&, members = workers_.size()](int member) {
-      try {
-        run_gemm_member(ctx, gemm_plan, member, members,
-                        scratch_[static_cast<std::size_t>(member)]);
-      } catch (...) {
-        ctx.abort = true;
-        throw;
-      }
+      on_failure_abort([&] { jobs.worker(member, members); });
     });
     workers_launched = true;
   } catch (...) {
@@ -148,8 +138,6 @@ void CpuComm::run_all_gather_matmul(const call::OpCall& call, const call::Checke
     ctx.abort = true;
   }
 
-  // Join the producer, then meet the peers (they have finished reading our
-  // shard once every producer is done), then join the GEMM.
   std::exception_ptr producer_error;
   if (producer_launched) {
     try {
@@ -158,12 +146,14 @@ void CpuComm::run_all_gather_matmul(const call::OpCall& call, const call::Checke
       producer_error = std::current_exception();
     }
   }
+  // A peer missing at the barrier does not abort this rank's workers: their
+  // waits are bounded on their own, and one that runs out names the chunk
+  // and the rank that never sent it, a better report than the barrier's.
   std::exception_ptr barrier_error;
   try {
     group_.barrier.arrive_and_wait(rank_, "completion", timeout_ms);
   } catch (...) {
     barrier_error = std::current_exception();
-    ctx.abort = true;
   }
   std::exception_ptr gemm_error;
   if (workers_launched) {
@@ -177,6 +167,80 @@ void CpuComm::run_all_gather_matmul(const call::OpCall& call, const call::Checke
   for (const auto& e : {setup_error, gemm_error, producer_error, barrier_error}) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+// The all-gather + matmul schedule: a producer thread pulls the peers' shards
+// in schedule order and releases each chunk's signal; the GEMM workers
+// acquire a chunk's signal before reading its rows.
+void CpuComm::run_all_gather_matmul(const call::OpCall& call, const call::CheckedCall& checked,
+                                    const Options& options) {
+  CallContext ctx;
+  fill_context(ctx, checked, options);
+  for (const core::CallRecord& record : group_.records) ctx.shards.push_back(record.shard);
+  ctx.c_out = call.out;
+
+  std::vector<int> order;
+  std::optional<core::TileSchedule> schedule;
+  GemmPlan gemm_plan;
+  Jobs jobs;
+  jobs.before_producer = [&] {
+    ctx.gathered = call.a_gathered_out ? *call.a_gathered_out : gathered_workspace(ctx.problem);
+    order = producer_order(ctx, core::chunk_order(ctx.problem.world_size, rank_));
+  };
+  jobs.producer = [&] { run_producer(ctx, order); };
+  jobs.before_workers = [&] {
+    widen_b(call.b, ctx, options);  // while the first chunks are in flight
+    if (ctx.plan.algorithm == Algorithm::native) {
+      schedule.emplace(ctx.problem.world_size, rank_, ctx.problem.m, ctx.problem.n, ctx.plan.tile_m,
+                       ctx.plan.tile_n);
+      gemm_plan.schedule = &*schedule;
+    }
+  };
+  jobs.worker = [&](int member, int members) {
+    run_gemm_member(ctx, gemm_plan, member, members, scratch_[static_cast<std::size_t>(member)]);
+  };
+  run_jobs(ctx, jobs, checked.resolved.wait_timeout_ms);
+}
+
+void CpuComm::run_matmul_reduce_scatter(const call::OpCall& call, const call::CheckedCall& checked,
+                                        const Options& options) {
+  CallContext ctx;
+  fill_context(ctx, checked, options);
+  ctx.a = call.a;
+  ctx.out = call.out;
+  for (const auto& inbox : group_.inboxes) ctx.inboxes.push_back(inbox.get());
+
+  std::vector<int> order;
+  std::optional<core::TileSchedule> schedule;
+  GemmPlan gemm_plan;
+  Jobs jobs;
+  jobs.before_producer = [&] {
+    const core::ProblemDesc& p = ctx.problem;
+    const std::size_t bytes =
+        static_cast<std::size_t>(p.gathered_rows() * p.n) * element_size(p.dtype);
+    try {
+      ctx.partial =
+          TensorView::row_major(partial_storage_.ensure(bytes, rank_, "partial product workspace"),
+                                p.dtype, p.gathered_rows(), p.n);
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorCode::backend, "cpu: cannot allocate " + std::to_string(bytes) +
+                                          " bytes for the partial product");
+    }
+    order = producer_order(ctx, peer_send_order(p));
+    if (ctx.plan.algorithm == Algorithm::native) {
+      schedule.emplace(p.world_size, (rank_ + 1) % p.world_size, p.m, p.n, ctx.plan.tile_m,
+                       ctx.plan.tile_n);
+      gemm_plan.schedule = &*schedule;
+    }
+    ctx.countdown.reset(reduce_scatter_pieces(ctx, gemm_plan, workers_.size()));
+  };
+  jobs.producer = [&] { run_shipper(ctx, order); };
+  jobs.before_workers = [&] { widen_b(call.b, ctx, options); };
+  jobs.worker = [&](int member, int members) {
+    run_reduce_scatter_member(ctx, gemm_plan, member, members,
+                              scratch_[static_cast<std::size_t>(member)]);
+  };
+  run_jobs(ctx, jobs, checked.resolved.wait_timeout_ms);
 }
 
 }  // namespace asynctp::cpu

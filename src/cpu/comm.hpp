@@ -2,22 +2,27 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "call/transport.hpp"
 #include "core/planner.hpp"
 #include "core/signals.hpp"
 #include "cpu/block_gemm.hpp"
+#include "cpu/call_context.hpp"
 #include "cpu/group_state.hpp"
 #include "cpu/thread_team.hpp"
+#include "cpu/workspace.hpp"
 
 namespace asynctp::cpu {
 
-// What the CPU backend can run: native with 256-row, full-width tiles.
+// What the CPU backend can run: native (both ops) with 256-row, full-width
+// tiles.
 core::BackendCaps cpu_backend_caps();
 
 // One rank as a thread of this process: the records and barrier of the
-// agreement live in the group's shared state; peers' shards are read in place.
+// agreement live in the group's shared state; peers' shards are read, and
+// partials written into peers' inboxes, in place.
 class CpuComm final : public call::Transport {
  public:
   CpuComm(GroupState& group, int rank);
@@ -36,8 +41,29 @@ class CpuComm final : public call::Transport {
   bool synchronous() const noexcept override { return true; }
 
  private:
+  // One call's work on this rank's two teams: the producer's job and every
+  // GEMM worker's, each after its setup.
+  struct Jobs {
+    std::function<void()> before_producer;
+    std::function<void()> producer;
+    std::function<void()> before_workers;
+    std::function<void(int member, int members)> worker;
+  };
+  // Launches the jobs and joins them whatever fails (the teams hold
+  // references to ctx): the producer, then the completion barrier (after it
+  // every peer's producer is done with this rank's memory), then the
+  // workers. Rethrows the root cause first: setup, GEMM, producer, barrier.
+  void run_jobs(CallContext& ctx, const Jobs& jobs, std::int64_t timeout_ms);
+  void fill_context(CallContext& ctx, const call::CheckedCall& checked, const Options& options);
+  void widen_b(const TensorView& b, CallContext& ctx, const Options& options);
+
   void run_all_gather_matmul(const call::OpCall& call, const call::CheckedCall& checked,
                              const Options& options);
+  // The GEMM workers compute the partial product in send order and release
+  // each chunk's signal; the producer ships finished chunks to their owners;
+  // the workers then reduce the own chunk (shipper.hpp, reduce_scatter.hpp).
+  void run_matmul_reduce_scatter(const call::OpCall& call, const call::CheckedCall& checked,
+                                 const Options& options);
   TensorView gathered_workspace(const core::ProblemDesc& problem);
 
   GroupState& group_;
@@ -48,10 +74,8 @@ class CpuComm final : public call::Transport {
   ThreadTeam workers_;
   std::vector<GemmScratch> scratch_;
   std::vector<float> b32_;
-  struct alignas(64) CacheLine {
-    unsigned char bytes[64];
-  };
-  std::vector<CacheLine> gathered_storage_;
+  Workspace gathered_storage_;  // all-gather: the gathered A
+  Workspace partial_storage_;   // reduce-scatter: this rank's partial product
 };
 
 }  // namespace asynctp::cpu

@@ -53,6 +53,11 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
   CheckedCall out;
   out.resolved = core::resolve_options(options);
   out.problem = call::validate_op(call, site.world_size, site.rank, backend.device_kind());
+  if (call.op != core::OpKind::all_gather_matmul) {
+    throw Error(ErrorCode::unsupported, std::string(core::op_name(call.op)) +
+                                            " is not yet implemented on the " + backend.name() +
+                                            " backend");
+  }
   for (const auto& [name, tensor] : call::named_tensors(call)) {
     check_on_device(name, tensor, device);
   }
@@ -84,6 +89,11 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
         "not supported by the " + backend_name +
             " backend (a host-side delay would only delay the enqueue); delay arrivals with "
             "Link::arrival and a low link_gbps");
+  }
+  if (options.hooks.before_compute) {
+    fail_argument("options.hooks.before_compute",
+                  "not supported by the " + backend_name +
+                      " backend (its GEMM is one kernel, which a host-side hook cannot hold)");
   }
   if (options.hooks.drop && out.plan.algorithm != Algorithm::native) {
     fail_argument("options.hooks.drop",

@@ -108,5 +108,62 @@ TEST(Agreement, EachFieldIsNamed) {
       << find_disagreement(records);
 }
 
+// Matmul + reduce-scatter: the ranks ship M x n partials cut into the same
+// chunks, so M and n must agree; each rank's K-slice (k) is its own.
+std::vector<CallRecord> agreeing_reduce_scatter(int world) {
+  auto records = agreeing(world);
+  for (CallRecord& r : records) r.problem.op = OpKind::matmul_reduce_scatter;
+  return records;
+}
+
+TEST(AgreementReduceScatter, KSlicesAndLayoutsAreEachRanksOwn) {
+  auto records = agreeing_reduce_scatter(3);
+  records[1].problem.k = 8;
+  records[2].problem.k = 1000;
+  records[2].problem.b_layout = Layout::col_major;
+  EXPECT_EQ(find_disagreement(records), "");
+}
+
+TEST(AgreementReduceScatter, EachFieldIsNamed) {
+  struct Case {
+    const char* expected;
+    void (*bend)(CallRecord&);
+  };
+  const Case cases[] = {
+      {"ranks disagree on the operation: rank 0 has fused_matmul_reduce_scatter, rank 2 has "
+       "fused_all_gather_matmul",
+       [](CallRecord& r) { r.problem.op = OpKind::all_gather_matmul; }},
+      // m = 64 rows per rank of W = 4: M = 256.
+      {"ranks disagree on a rows (M): rank 0 has 256, rank 2 has 288",
+       [](CallRecord& r) { r.problem.m = 72; }},
+      {"ranks disagree on b columns (n): rank 0 has 32, rank 2 has 40",
+       [](CallRecord& r) { r.problem.n = 40; }},
+      {"ranks disagree on dtype: rank 0 has bf16, rank 2 has fp16",
+       [](CallRecord& r) { r.problem.dtype = DType::fp16; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.expected);
+    auto records = agreeing_reduce_scatter(4);
+    c.bend(records[2]);
+    EXPECT_EQ(find_disagreement(records), c.expected);
+  }
+}
+
+// Ranks plan from their own problems (e.g. their own k), so they may choose
+// different algorithms; the verdict then carries each planner's reason.
+TEST(AgreementReduceScatter, AnAlgorithmMismatchSaysWhyEachRankChose) {
+  auto records = agreeing_reduce_scatter(2);
+  records[0].plan.reason = "bf16, rows per chunk fit";
+  records[1].plan = {Algorithm::pipelined, 0, 0,
+                     "native unavailable (k (12) is not a multiple of 8)", ""};
+  const std::string verdict = find_disagreement(records);
+  EXPECT_TRUE(contains(verdict,
+                       "ranks disagree on the algorithm: rank 0 has native (tile 32x256), "
+                       "rank 1 has pipelined (tile 0x0)"))
+      << verdict;
+  EXPECT_TRUE(contains(verdict, "rank 1: native unavailable (k (12) is not a multiple of 8)"))
+      << verdict;
+}
+
 }  // namespace
 }  // namespace asynctp::core

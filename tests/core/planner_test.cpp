@@ -1,4 +1,5 @@
-// The planner is a pure function (problem, capabilities, options) -> plan.
+// The planner is a pure function (problem, capabilities, options) -> plan,
+// for both ops (the reduce-scatter's tests at the end).
 // Native only where it can run; otherwise a fallback, always with the reason
 // (which must carry the blocker, so `asynctp run` can tell the user why).
 // Forcing native where it cannot run is an error naming the blocker.
@@ -365,6 +366,79 @@ TEST(PlannerFacts, NoPeerAccessRulesOutNativeAndPipelined) {
       EXPECT_TRUE(contains(e.what(), "another node")) << e.what();
     }
   }
+}
+
+// Matmul + reduce-scatter: the same rules, in its words (m: the rows each
+// rank receives, M / W).
+ProblemDesc rs(int world, std::int64_t m, std::int64_t n, std::int64_t k,
+               DType dtype = DType::bf16) {
+  ProblemDesc p = problem(world, m, n, k, dtype);
+  p.op = OpKind::matmul_reduce_scatter;
+  return p;
+}
+
+TEST(PlannerReduceScatter, AutoPicksNativeWhenItFits) {
+  const Plan p = plan(rs(8, 512, 8192, 1024), caps(), {});
+  EXPECT_EQ(p.algorithm, Algorithm::native);
+  EXPECT_EQ(p.tile_m, 256);
+  EXPECT_TRUE(contains(p.reason, "rows per chunk (M/W = 512) is a multiple of tile M 256"))
+      << p.reason;
+}
+
+TEST(PlannerReduceScatter, OneRankGetsDecomposed) {
+  const Plan p = plan(rs(1, 512, 256, 128), caps(), {});
+  EXPECT_EQ(p.algorithm, Algorithm::decomposed);
+  EXPECT_TRUE(contains(p.reason, "one rank has nothing to overlap")) << p.reason;
+  EXPECT_TRUE(contains(p.reason, "reduction pass")) << p.reason;
+}
+
+TEST(PlannerReduceScatter, FallbacksNameTheBlockerAndForcingNativeIsAnError) {
+  const std::vector<Fallback> fallbacks = {
+      {"chunk rows off the tile grid", rs(4, 300, 256, 128), Algorithm::pipelined,
+       "rows per chunk (M/W = 300) is not a multiple of the native tile M (256)",
+       "overlap the shipping of finished partials"},
+      {"small chunks", rs(4, 100, 256, 128), Algorithm::decomposed, "rows per chunk (M/W = 100)",
+       "chunks of 100 rows are below 128"},
+      {"fp16", rs(4, 512, 256, 128, DType::fp16), Algorithm::pipelined,
+       "native needs bf16, got fp16", "overlap the shipping"},
+      {"n not a multiple of 8", rs(4, 512, 260, 128), Algorithm::pipelined,
+       "n (260) is not a multiple of 8", "overlap the shipping"},
+      {"k-slice not a multiple of 8", rs(4, 512, 256, 130), Algorithm::pipelined,
+       "k (130) is not a multiple of 8", "overlap the shipping"},
+      {"partial product over 32 bits", rs(8, std::int64_t{1} << 20, 512, 16), Algorithm::pipelined,
+       "the partial product (M x n)", "overlap the shipping"},
+  };
+  for (const Fallback& f : fallbacks) {
+    SCOPED_TRACE(f.what);
+    const Plan p = plan(f.problem, caps(), {});
+    EXPECT_EQ(p.algorithm, f.expected) << p.reason;
+    EXPECT_TRUE(contains(p.reason, "native unavailable")) << p.reason;
+    EXPECT_TRUE(contains(p.reason, f.blocker)) << p.reason;
+    EXPECT_TRUE(contains(p.reason, f.why)) << p.reason;
+    try {
+      (void)plan(f.problem, caps(), forced(Algorithm::native));
+      ADD_FAILURE() << "forced native accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::unsupported);
+      EXPECT_TRUE(contains(e.what(), "native was forced but cannot run")) << e.what();
+      EXPECT_TRUE(contains(e.what(), f.blocker)) << e.what();
+    }
+    for (Algorithm a : {Algorithm::pipelined, Algorithm::decomposed}) {
+      EXPECT_EQ(plan(f.problem, caps(), forced(a)).algorithm, a);
+    }
+  }
+}
+
+TEST(PlannerReduceScatter, BackendWithoutANativeReduceScatterKernel) {
+  // A backend reports, per problem, whether it has a native kernel for it.
+  BackendCaps c = caps();
+  c.native_supported = false;
+  c.native_unsupported_reason = "no tile-completion epilogue yet";
+  const Plan p = plan(rs(4, 512, 256, 128), c, {});
+  EXPECT_EQ(p.algorithm, Algorithm::pipelined);
+  EXPECT_TRUE(contains(p.reason, "no tile-completion epilogue yet")) << p.reason;
+  c.overlap_unprofitable_reason = "too few tiles";
+  EXPECT_TRUE(contains(plan(rs(4, 512, 256, 128), c, {}).reason, "before the reduce-scatter"));
 }
 
 }  // namespace

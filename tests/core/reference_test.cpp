@@ -20,14 +20,6 @@ namespace {
 using asynctp_test::HostTensor;
 using asynctp_test::Seed;
 
-void set(HostTensor& t, const std::vector<float>& values) {
-  const TensorView v = t.view();
-  std::size_t i = 0;
-  for (std::int64_t r = 0; r < v.rows; ++r) {
-    for (std::int64_t c = 0; c < v.cols; ++c) store_from_float(v, r, c, values[i++]);
-  }
-}
-
 TEST(Reference, HandComputedProduct) {
   // Two shards of one row each, gathered into A = [[1, 2], [3, -4]];
   // B = [[5, 6, 7], [8, 9, -10]]: A @ B = [[21, 24, -13], [-17, -18, 61]].
@@ -35,9 +27,9 @@ TEST(Reference, HandComputedProduct) {
     for (bool col_major : {false, true}) {
       SCOPED_TRACE(std::string(to_string(dtype)) + (col_major ? " col" : " row"));
       HostTensor a0(dtype, 1, 2), a1(dtype, 1, 2), b(dtype, 2, 3, col_major);
-      set(a0, {1, 2});
-      set(a1, {3, -4});
-      set(b, {5, 6, 7, 8, 9, -10});
+      a0.set({1, 2});
+      a1.set({3, -4});
+      b.set({5, 6, 7, 8, 9, -10});
       const auto c = reference_all_gather_matmul({a0.view(), a1.view()}, b.view());
       EXPECT_EQ(c, (std::vector<double>{21, 24, -13, -17, -18, 61}));
     }
@@ -139,7 +131,7 @@ TEST(Compare, ComputedNansAndInfsAreNonFiniteButNotPoison) {
 
 TEST(Compare, RelativeFrobeniusErrorValue) {
   HostTensor t(DType::fp32, 1, 2);
-  set(t, {3.0f, 4.5f});
+  t.set({3.0f, 4.5f});
   // ref = (3, 4): ||diff|| = 0.5, ||ref|| = 5.
   const Comparison cmp = compare_to_reference(t.view(), {3.0, 4.0});
   EXPECT_DOUBLE_EQ(cmp.relative_frobenius_error, 0.1);

@@ -12,6 +12,7 @@
 
 #include "asynctp/error.hpp"
 #include "core/validate.hpp"
+#include "support/expect_error.hpp"
 #include "support/printers.hpp"
 
 namespace asynctp::core {
@@ -39,19 +40,8 @@ struct Call {
   }
 };
 
-// Expects the call to be rejected with a message "<argument>: ...<phrase>...".
 void expect_rejected(const Call& call, const std::string& argument, const std::string& phrase) {
-  try {
-    call.validate();
-    ADD_FAILURE() << "accepted; expected rejection of " << argument << " (" << phrase << ")";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
-    const std::string message = e.what();
-    EXPECT_NE(message.find("invalid argument: " + argument + ": "), std::string::npos)
-        << "message does not lead with the argument '" << argument << "': " << message;
-    EXPECT_NE(message.find(phrase), std::string::npos)
-        << "message lacks '" << phrase << "': " << message;
-  }
+  asynctp_test::expect_invalid_argument([&] { call.validate(); }, argument, phrase);
 }
 
 // The four tensors by name, so each per-tensor rule is tried on all of them.

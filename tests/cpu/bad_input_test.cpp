@@ -160,20 +160,7 @@ TEST(BadInput, EachKindOfBadArgumentOnOneRank) {
       s.bend = [&](int rank, TensorView& a, TensorView& b, TensorView& cv, TensorView& g) {
         if (rank == bad_rank) c.bend(a, b, cv, g, s.options[static_cast<std::size_t>(rank)]);
       };
-      const auto outcomes = s.run(group, rng);
-      const Outcome& bad = outcomes[static_cast<std::size_t>(bad_rank)];
-      ASSERT_FALSE(bad.ok);
-      EXPECT_EQ(bad.code, ErrorCode::invalid_argument) << bad.message;
-      EXPECT_TRUE(contains(bad.message, std::string(c.argument) + ":")) << bad.message;
-      EXPECT_TRUE(contains(bad.message, c.phrase)) << bad.message;
-      for (int r = 0; r < kWorld; ++r) {
-        if (r == bad_rank) continue;
-        const Outcome& o = outcomes[static_cast<std::size_t>(r)];
-        ASSERT_FALSE(o.ok) << "rank " << r;
-        EXPECT_EQ(o.code, ErrorCode::mismatch) << o.message;
-        EXPECT_TRUE(contains(o.message, "rank " + std::to_string(bad_rank) + " rejected its arguments"))
-            << o.message;
-      }
+      asynctp_test::expect_rejected_by(s.run(group, rng), bad_rank, c.argument, c.phrase);
       s.expect_everything_untouched();
     }
   }
@@ -219,13 +206,7 @@ TEST(BadInput, RanksThatDisagreeAllGetAMismatchNamingTheField) {
     SCOPED_TRACE(d.what);
     Scenario s;
     d.setup(s);
-    const auto outcomes = s.run(group, rng);
-    for (int r = 0; r < kWorld; ++r) {
-      const Outcome& o = outcomes[static_cast<std::size_t>(r)];
-      ASSERT_FALSE(o.ok) << "rank " << r << " ran although the ranks disagree";
-      EXPECT_EQ(o.code, ErrorCode::mismatch) << "rank " << r << ": " << o.message;
-      EXPECT_TRUE(contains(o.message, d.field)) << "rank " << r << ": " << o.message;
-    }
+    asynctp_test::expect_all_failed(s.run(group, rng), ErrorCode::mismatch, d.field);
     s.expect_everything_untouched();
   }
   expect_group_still_works(group, rng);

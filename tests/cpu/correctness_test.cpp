@@ -18,6 +18,7 @@ namespace asynctp {
 namespace {
 
 using asynctp_test::FusedProblem;
+using asynctp_test::draw;
 using asynctp_test::Seed;
 using asynctp_test::Shape;
 
@@ -52,10 +53,6 @@ std::vector<Case> cases() {
     }
   }
   return all;
-}
-
-std::int64_t draw(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
-  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
 }
 
 // A random non-square shape the forced algorithm can run. Native needs
@@ -100,19 +97,7 @@ TEST_P(Correctness, MatchesFloat64ReferenceOnEveryRank) {
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     if (round > 0) problem.refill(rng);
-    problem.poison_outputs();
-    const auto outcomes = asynctp_test::run_collective(
-        group, [&](Comm& comm) { return problem.call(comm, options); });
-    asynctp_test::expect_all_ok(outcomes);
-    for (const auto& out : outcomes) {
-      EXPECT_EQ(out.info.algorithm, c.algorithm) << out.info.reason;
-      EXPECT_NE(out.info.reason.find("forced"), std::string::npos) << out.info.reason;
-      if (c.algorithm == Algorithm::native) {
-        EXPECT_EQ(out.info.tile_m, *options.tile_m);
-        EXPECT_EQ(out.info.tile_n, *options.tile_n);
-      }
-    }
-    problem.expect_all_correct();
+    asynctp_test::expect_forced(asynctp_test::run_and_check(group, problem, options), options);
   }
 }
 

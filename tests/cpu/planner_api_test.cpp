@@ -20,14 +20,6 @@ using asynctp_test::ScopedEnv;
 using asynctp_test::Seed;
 using asynctp_test::Shape;
 
-// Clears the planner's environment for one test, then lets it set values.
-struct CleanEnv {
-  ScopedEnv algo{"ASYNCTP_ALGO", std::nullopt};
-  ScopedEnv tile_m{"ASYNCTP_TILE_M", std::nullopt};
-  ScopedEnv tile_n{"ASYNCTP_TILE_N", std::nullopt};
-  ScopedEnv timeout{"ASYNCTP_WAIT_TIMEOUT_MS", std::nullopt};
-};
-
 RunInfo plan_on(cpu::Group& group, int rank, const FusedProblem& p, const Options& options) {
   const TensorView g = p.g(rank);
   return plan_fused_all_gather_matmul(group.comm(rank), p.a(rank), p.b(rank), p.c(rank),
@@ -59,7 +51,7 @@ TEST(PlannerApi, PlanPredictsTheRun) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  CleanEnv env;
+  asynctp_test::CleanPlannerEnv env;
   Options native_tiles;
   native_tiles.tile_m = 16;
   native_tiles.tile_n = 24;
@@ -84,7 +76,7 @@ TEST(PlannerApi, PlanWritesNothingAndIsLocal) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  CleanEnv env;
+  asynctp_test::CleanPlannerEnv env;
   FusedProblem problem(make_shape(4, 32, 16, 16), rng);
   problem.poison_outputs();
   const auto before_c = problem.c_tensor(2).snapshot();
@@ -101,7 +93,7 @@ TEST(PlannerApi, PlanRejectsWhatTheCallWouldReject) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  CleanEnv env;
+  asynctp_test::CleanPlannerEnv env;
   FusedProblem problem(make_shape(2, 20, 16, 16), rng);
   cpu::Group group({2, 2});
   TensorView bad_c = problem.c(0);
@@ -130,7 +122,7 @@ TEST(PlannerApi, EnvironmentSelectsTheAlgorithm) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  CleanEnv clean;
+  asynctp_test::CleanPlannerEnv clean;
   // Without the environment this problem runs native (tile 16 from options).
   Options tiles;
   tiles.tile_m = 16;
@@ -151,7 +143,7 @@ TEST(PlannerApi, EnvironmentSetsTheTile) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  CleanEnv clean;
+  asynctp_test::CleanPlannerEnv clean;
   ScopedEnv tile_m("ASYNCTP_TILE_M", "16");
   ScopedEnv tile_n("ASYNCTP_TILE_N", "8");
   FusedProblem problem(make_shape(2, 48, 24, 16), rng);
@@ -166,7 +158,7 @@ TEST(PlannerApi, OptionsBeatTheEnvironment) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  CleanEnv clean;
+  asynctp_test::CleanPlannerEnv clean;
   ScopedEnv env("ASYNCTP_ALGO", "decomposed");
   Options options;
   options.algorithm = Algorithm::native;
@@ -181,7 +173,7 @@ TEST(PlannerApi, InvalidEnvironmentFailsEveryRankNamingTheVariable) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  CleanEnv clean;
+  asynctp_test::CleanPlannerEnv clean;
   ScopedEnv env("ASYNCTP_ALGO", "fastest");
   FusedProblem problem(make_shape(2, 16, 8, 8), rng);
   problem.poison_outputs();

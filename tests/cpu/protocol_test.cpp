@@ -14,6 +14,7 @@
 #include "core/reference.hpp"
 #include "support/collective.hpp"
 #include "support/fused_problem.hpp"
+#include "support/reduce_scatter_problem.hpp"
 #include "support/seed.hpp"
 
 namespace asynctp {
@@ -167,6 +168,42 @@ TEST(Protocol, NextCallSucceedsAfterATimeout) {
       asynctp_test::expect_all_ok(outcomes);
       problem.expect_all_correct();
     }
+  }
+}
+
+// Both ops on one group, alternating call by call with alternating inputs
+// and algorithms: they share each rank's epoch and chunk flags (the
+// all-gather's producer releases them, the reduce-scatter's GEMM does), so a
+// flag left by a call of either op must never let a call of the other read
+// stale data, and the reduce-scatter's receive flags, released by peers,
+// rely on every rank's epoch advancing in step through both ops.
+TEST(Protocol, BothOpsInterleavedOnOneGroup) {
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  constexpr int kWorld = 3;
+  cpu::Group group({kWorld, 2});
+  Shape shape = tiny(kWorld);
+  FusedProblem gather(shape, rng);
+  asynctp_test::ReduceScatterProblem scatter_a(asynctp_test::rs_shape(kWorld, 16, 16, 16), rng);
+  asynctp_test::ReduceScatterProblem scatter_b(asynctp_test::rs_shape(kWorld, 16, 16, 24), rng);
+  const Algorithm algorithms[] = {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed};
+  for (int i = 0; i < 60; ++i) {
+    SCOPED_TRACE("call " + std::to_string(i));
+    Options options;
+    options.algorithm = algorithms[(i / 2) % 3];
+    options.tile_m = 8;
+    options.tile_n = 8;
+    options.wait_timeout_ms = 10'000;
+    if (i % 2 == 0) {
+      gather.refill(rng);
+      asynctp_test::run_and_check(group, gather, options);
+    } else {
+      asynctp_test::ReduceScatterProblem& p = i % 4 == 1 ? scatter_a : scatter_b;
+      p.refill(rng);
+      asynctp_test::run_and_check(group, p, options);
+    }
+    if (HasFailure()) break;
   }
 }
 

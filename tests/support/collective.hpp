@@ -97,6 +97,34 @@ inline void expect_all_ok(const std::vector<Outcome>& outcomes) {
   }
 }
 
+// One checked run of a problem (FusedProblem, ReduceScatterProblem): poison
+// the outputs, every rank calls problem.call(comm, options), every rank must
+// succeed and every output match the reference. Returns the outcomes, for
+// checks of what the ranks report.
+template <class Problem>
+std::vector<Outcome> run_and_check(asynctp::cpu::Group& group, Problem& problem,
+                                   const asynctp::Options& options, double limit_s = 30.0) {
+  problem.poison_outputs();
+  std::vector<Outcome> outcomes = run_collective(
+      group, [&](asynctp::Comm& comm) { return problem.call(comm, options); }, limit_s);
+  expect_all_ok(outcomes);
+  problem.expect_all_correct();
+  return outcomes;
+}
+
+// Every rank ran the algorithm `options` forced, said so, and (native) with
+// the forced tiles.
+inline void expect_forced(const std::vector<Outcome>& outcomes, const asynctp::Options& options) {
+  for (const Outcome& out : outcomes) {
+    EXPECT_EQ(out.info.algorithm, options.algorithm) << out.info.reason;
+    EXPECT_NE(out.info.reason.find("forced"), std::string::npos) << out.info.reason;
+    if (options.algorithm == asynctp::Algorithm::native) {
+      EXPECT_EQ(out.info.tile_m, options.tile_m.value_or(0));
+      EXPECT_EQ(out.info.tile_n, options.tile_n.value_or(0));
+    }
+  }
+}
+
 // Sets (or unsets, for nullopt) an environment variable for one scope.
 class ScopedEnv {
  public:
@@ -122,5 +150,45 @@ class ScopedEnv {
   std::string name_;
   std::optional<std::string> old_;
 };
+
+// Clears the planner's environment for one scope (ASYNCTP_ALGO, _TILE_M,
+// _TILE_N, _WAIT_TIMEOUT_MS), so a test decides them.
+struct CleanPlannerEnv {
+  ScopedEnv algo{"ASYNCTP_ALGO", std::nullopt};
+  ScopedEnv tile_m{"ASYNCTP_TILE_M", std::nullopt};
+  ScopedEnv tile_n{"ASYNCTP_TILE_N", std::nullopt};
+  ScopedEnv timeout{"ASYNCTP_WAIT_TIMEOUT_MS", std::nullopt};
+};
+
+// Every rank failed with `code` and a message containing `phrase`.
+inline void expect_all_failed(const std::vector<Outcome>& outcomes, asynctp::ErrorCode code,
+                              const std::string& phrase) {
+  for (std::size_t r = 0; r < outcomes.size(); ++r) {
+    const Outcome& o = outcomes[r];
+    ASSERT_FALSE(o.ok) << "rank " << r << " ran";
+    EXPECT_EQ(o.code, code) << "rank " << r << ": " << o.message;
+    EXPECT_NE(o.message.find(phrase), std::string::npos) << "rank " << r << ": " << o.message;
+  }
+}
+
+// One rank's bad argument: that rank failed with invalid_argument naming
+// "<argument>: " and the rule (`phrase`), every other rank with a mismatch
+// naming the rank that rejected its arguments.
+inline void expect_rejected_by(const std::vector<Outcome>& outcomes, int bad_rank,
+                               const std::string& argument, const std::string& phrase) {
+  const Outcome& bad = outcomes[static_cast<std::size_t>(bad_rank)];
+  ASSERT_FALSE(bad.ok);
+  EXPECT_EQ(bad.code, asynctp::ErrorCode::invalid_argument) << bad.message;
+  EXPECT_NE(bad.message.find(argument + ": "), std::string::npos) << bad.message;
+  EXPECT_NE(bad.message.find(phrase), std::string::npos) << bad.message;
+  const std::string named = "rank " + std::to_string(bad_rank) + " rejected its arguments";
+  for (std::size_t r = 0; r < outcomes.size(); ++r) {
+    if (static_cast<int>(r) == bad_rank) continue;
+    const Outcome& o = outcomes[r];
+    ASSERT_FALSE(o.ok) << "rank " << r << " ran although rank " << bad_rank << " rejected";
+    EXPECT_EQ(o.code, asynctp::ErrorCode::mismatch) << o.message;
+    EXPECT_NE(o.message.find(named), std::string::npos) << o.message;
+  }
+}
 
 }  // namespace asynctp_test

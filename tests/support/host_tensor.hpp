@@ -40,6 +40,14 @@ class HostTensor {
       for (std::int64_t j = 0; j < cols_; ++j) asynctp::core::store_from_float(v, i, j, normal(rng));
     }
   }
+  // Row by row, each value rounded to the dtype.
+  void set(const std::vector<float>& values) {
+    const asynctp::TensorView v = view();
+    std::size_t i = 0;
+    for (std::int64_t r = 0; r < rows_; ++r) {
+      for (std::int64_t c = 0; c < cols_; ++c) asynctp::core::store_from_float(v, r, c, values.at(i++));
+    }
+  }
   void fill_bytes(unsigned char byte) { std::memset(data(), byte, bytes()); }
 
   std::vector<unsigned char> snapshot() const {

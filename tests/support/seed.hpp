@@ -54,4 +54,9 @@ struct Seed {
   std::uint64_t value;
 };
 
+// A uniformly drawn integer in [lo, hi].
+inline std::int64_t draw(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+}
+
 }  // namespace asynctp_test

@@ -10,7 +10,7 @@ namespace asynctp::nccl {
 namespace {
 
 constexpr std::int64_t kMagic = 0x61747032;  // "atp2": format version 2
-constexpr std::int64_t kLastOp = static_cast<std::int64_t>(core::OpKind::all_gather_matmul);
+constexpr std::int64_t kLastOp = static_cast<std::int64_t>(core::OpKind::matmul_reduce_scatter);
 constexpr std::size_t kFields = 16;
 constexpr std::size_t kErrorOffset = kFields * sizeof(std::int64_t);
 constexpr std::size_t kErrorBytes = kWireRecordBytes - kErrorOffset;
