@@ -64,6 +64,10 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
 
   BackendChoice choice = backend.choose(out.problem, out.resolved);
   choice.caps.no_peer_access = site.no_peer_access;
+  if (!site.native_blocked.empty()) {
+    choice.caps.native_supported = false;
+    choice.caps.native_unsupported_reason = site.native_blocked;
+  }
   out.plan = core::plan(out.problem, choice.caps, out.resolved);
   if (out.plan.algorithm == Algorithm::native) {
     if (!out.plan.native_config.empty()) {

@@ -28,6 +28,10 @@ struct CallSite {
   // e.g. peers on another node: then neither native nor pipelined can run,
   // and the planner picks decomposed and says why.
   std::string no_peer_access;
+  // Why native must not run on this transport though its peers can be
+  // pulled ("" when it may), e.g. the pulls' copies were measured to need
+  // SMs, which the persistent grid holds: pipelined then runs instead.
+  std::string native_blocked;
 };
 
 // Makes the backend's device current. Throws Error(invalid_argument) naming

@@ -14,6 +14,7 @@
 #include "cuda/nccl/agreement_wire.hpp"
 #include "cuda/nccl/enqueue_nccl_call.hpp"
 #include "cuda/nccl/nccl_check.hpp"
+#include "cuda/nccl/peer_copy_probe.hpp"
 #include "gpu/check.hpp"
 #include "gpu/runtime_backend.hpp"
 
@@ -93,6 +94,7 @@ NcclComm::NcclComm(ncclComm_t comm, bool owns_comm)
     (void)peer;  // a peer that failed never joins: the exchange timed out
   }
   no_peer_access_ = peer_access_problem(comm, world_);
+  if (world_ > 1 && no_peer_access_.empty()) probe_peer_copies(timeout_ms);
   if (!no_peer_access_.empty()) {
     core::log(core::LogLevel::info, rank_,
               "no peer pulls on this communicator (" + no_peer_access_ +
@@ -134,7 +136,34 @@ call::CheckedCall NcclComm::check(const call::OpCall& call, const Options& optio
   site.world_size = world_;
   site.rank = rank_;
   site.no_peer_access = no_peer_access_;
+  site.native_blocked = peer_copy_blocker_;
   return gpu::check_call(site, *backend_, call, options);
+}
+
+void NcclComm::probe_peer_copies(std::int64_t timeout_ms) {
+  ProbeOptions options;
+  grow_workspace(options.bytes, nullptr, timeout_ms);  // the peers' windows to copy from
+  const int peer = (rank_ + 1) % world_;
+  const PeerCopyProbe probe = probe_copy_beside_full_grid(
+      device(), workspace_.peer_gathered(peer),
+      "rank " + std::to_string(peer) + "'s symmetric window", CopyMethod::memcpy_async, options);
+  core::log(core::LogLevel::info, rank_, "peer-copy probe: " + probe.detail);
+  core::CallRecord verdict;
+  verdict.world_size = world_;
+  verdict.ok = true;
+  if (const auto blocker = peer_copy_native_blocker(probe)) {
+    verdict.ok = false;
+    verdict.error = *blocker;
+  }
+  const std::vector<core::CallRecord> verdicts =
+      exchange(verdict, nullptr, timeout_ms, "the peer-copy probe's agreement");
+  for (std::size_t r = 0; r < verdicts.size(); ++r) {
+    if (verdicts[r].ok) continue;
+    peer_copy_blocker_ = "rank " + std::to_string(r) + ": " + verdicts[r].error;
+    core::log(core::LogLevel::warn, rank_,
+              "native disabled on this communicator: " + peer_copy_blocker_);
+    break;
+  }
 }
 
 std::size_t NcclComm::workspace_bytes(const call::CheckedCall& checked) const {

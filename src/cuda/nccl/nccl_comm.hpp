@@ -70,6 +70,10 @@ class NcclComm final : public call::Transport {
   // Collective growth of the symmetric workspace (every rank agreed to it).
   void grow_workspace(std::size_t gathered_bytes, gpu::rt::StreamHandle stream,
                       std::int64_t timeout_ms);
+  // Measures, once, whether the pulls' copies need SMs beside the native
+  // grid (peer_copy_probe.hpp); the ranks agree on the verdict, so that
+  // every rank plans alike. Collective.
+  void probe_peer_copies(std::int64_t timeout_ms);
   // Bytes of the gathered A a call needs in the symmetric workspace; 0 when
   // its algorithm does not pull from peers (decomposed).
   std::size_t workspace_bytes(const call::CheckedCall& checked) const;
@@ -80,6 +84,7 @@ class NcclComm final : public call::Transport {
   int rank_ = 0, world_ = 1;
   std::unique_ptr<gpu::RankBackend> backend_;
   std::string no_peer_access_;
+  std::string peer_copy_blocker_;  // why native must not run here ("" when it may)
   std::unique_ptr<gpu::RankResources> res_;
   SymmetricWorkspace workspace_;
   gpu::DeviceMemory barrier_state_;  // [0] generation, [1..3] error words
