@@ -1,5 +1,5 @@
 """PyTorch's own AsyncTP beside the NCCL baseline, for side-by-side numbers with
-`asynctp bench --link nccl` (issue 4): per shape, in one run,
+`asynctp bench --link nccl`: per shape, in one run,
   allgather    torch.distributed.all_gather_into_tensor (NCCL) alone: T_comm
   gemm         torch.mm of the gathered A with this rank's B alone: T_gemm
   decomposed   the two in sequence (the baseline)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the device machine: `asynctp bench --link arrival` on the shapes of
-# issue 3's section 8 with the planner's config and with one forced config
+# the default benchmark with the planner's config and with one forced config
 # (ASYNCTP_TILE_M/_N), to decide the planner's rule from sustained, in-process
 # measurements (bench/NOTES.md v8). One line per run: shape, config, native,
 # pipelined, cuBLAS (ms per rank).

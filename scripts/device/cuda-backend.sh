@@ -8,7 +8,7 @@
 #                      when the CUDA context is made, hence its own process)
 #   cli-gpu            the CLI tests that need a GPU (run/bench on cuda)
 #   readme-run         the README's quick-start run, on the GPU
-#   bench              `asynctp bench --check` (section 8(b) of issue 3)
+#   bench              `asynctp bench --check` (8192^3, both loopback links)
 #   signal-costs       bench/signal_costs.cpp: what each signalling mechanism costs
 #   arrival-sweep      the arrival link alone at 100, 400, 1600 and 10^6 GB/s
 #                      (how native's overlap changes with the link's speed)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on a device machine with several GPUs (issues 6 and 7: nvidia-h200-x2,
+# Runs on a device machine with several GPUs (nvidia-h200-x2,
 # -x8) everything those runs ask for, in one call, each step bounded by
 # `timeout`, logs under $OUT, a summary last. Build here first
 # (scripts/build-device-bundle) and carry .devbin.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the device machine (one GPU): the headline shapes of the multi-GPU
-# benchmark (issue 7: global M in 2048..32768, N per rank 1280/3584/7168,
+# benchmark (global M in 2048..32768, N per rank 1280/3584/7168,
 # K = 8192, and 8192^3) on W virtual ranks of one GPU (the loopback group),
 # to check the planner where no multi-GPU machine is lent: per shape and
 # link, native, pipelined and decomposed, the planner's pick, and whether the

@@ -1,5 +1,5 @@
 // Why the persistent native grid can never wait on work that needs what it
-// holds (issue 3, section 6):
+// holds (DESIGN.md, Deadlock rules):
 // - It waits only on chunk flags, written by stream memory operations after
 //   copies to or from pinned host memory (copy engines) or after waits on
 //   host words the arrival clock's thread sets: on CUDA none of them needs an

@@ -1,5 +1,5 @@
 // The two rules that keep AMD's producer from deadlocking a persistent grid
-// (issue 5, section 2), beside the grid rule of mfma_layout.hpp (a CU per
+// (DESIGN.md, Deadlock rules), beside the grid rule of mfma_layout.hpp (a CU per
 // shader engine left free):
 //  - HIP runs small peer copies and signal writes as kernels; the reference
 //    keeps every copy to pieces of at most 1 MiB, and so does this producer

@@ -1,5 +1,5 @@
-// How large the AMD native kernel's persistent grid may be on a device
-// (issue 5, section 2): the reference's rule, occupancy x (CUs per shader
+// How large the AMD native kernel's persistent grid may be on a device: the
+// reference's rule, occupancy x (CUs per shader
 // engine - 1) x shader engines, i.e. one CU per shader engine left free for
 // the signal writes and small copies HIP runs as kernels. HIP does not report
 // shader engines, so they come from the architecture: CDNA3 (gfx942) and

@@ -1,4 +1,4 @@
-// When the AMD native kernel may run (issue 5, section 2): gfx942 or gfx950
+// When the AMD native kernel may run: gfx942 or gfx950
 // (read from the device's gcnArchName, which carries feature suffixes such as
 // "gfx942:sramecc+:xnack-"), every tensor below 2^31 elements (32-bit
 // indexing), m per rank a multiple of the 256-row tile. Pure, so the planner

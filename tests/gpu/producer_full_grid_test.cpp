@@ -1,5 +1,5 @@
 // The producer beside a full persistent grid (DESIGN.md, Backends and
-// Signals; issue 3, sections 0, 3, 5, 6). The native kernel runs with
+// Signals, Deadlock rules). The native kernel runs with
 // max_sms = every SM of the device, so no SM is left for anything else; the
 // producer (the loopback transport's PCIe link model) moves each chunk of A
 // from pinned host memory with cudaMemcpyAsync (copy engines) and releases
@@ -614,7 +614,7 @@ TEST(ProducerMaxConnections, ProducerEnqueuedAfterKernel) {
 // ---------------------------------------------------------------------------
 // 4. Negative control: a same-GPU device-to-device cudaMemcpyAsync as the
 //    producer beside the full grid. Such a copy runs as a kernel on SMs (the
-//    hang seen on the H200, issue 3 section 0); with a 2 s kernel timeout the
+//    hang seen on the H200); with a 2 s kernel timeout the
 //    call must end either way. Asserts only boundedness (and correctness if
 //    it completed); prints the outcome.
 
