@@ -1,21 +1,38 @@
+// Which backend a run gets, and what this binary was built with: the latter
+// answered once from the macros the library defines for its users
+// (ASYNCTP_HAVE_CUDA_BACKEND, ..._HIP_..., ..._NCCL_BACKEND), the only #if of
+// the tool; what a binary lacks is an error that says how to build it.
 #include "backend.hpp"
 
+#include <functional>
+
 #include "asynctp/error.hpp"
-#include "cpu_backend.hpp"
-#include "flag_values.hpp"
-#include "gpu_entry.hpp"
-#include "nccl_entry.hpp"
+#include "measure.hpp"
+
+#if defined(ASYNCTP_HAVE_CUDA_BACKEND) || defined(ASYNCTP_HAVE_HIP_BACKEND)
+#define ASYNCTP_CLI_GPU 1
+#include "asynctp/loopback.hpp"
+#endif
+#if defined(ASYNCTP_HAVE_NCCL_BACKEND)
+#include "asynctp/nccl.hpp"
+#endif
 
 namespace asynctp::tool {
 namespace {
 
-const char* name_of(BackendChoice choice) { return choice == BackendChoice::hip ? "hip" : "cuda"; }
+[[maybe_unused]] constexpr const char* kNoGpu =
+    "this binary was built without the CUDA backend; rebuild with a CUDA toolkit and the "
+    "CUTLASS headers (scripts/setup-deps, then cmake -DASYNCTP_CUDA=ON), or for AMD GPUs with "
+    "ROCm 6+ and ASYNCTP_ROCM_ARCH=gfx942 or gfx950";
+[[maybe_unused]] constexpr const char* kNoNccl =
+    "this binary was built without the NCCL transport (it needs the CUDA backend and NCCL 2.28 "
+    "or newer with nccl_device.h when CMake runs)";
 
 // Why this binary cannot run the GPU backend `wanted` at all ("" when it has it).
 std::string not_built(const std::string& wanted) {
-  const std::string have = gpu_entry::runtime();
+  const std::string have = gpu_runtime();
   if (have == wanted) return "";
-  if (have.empty()) return gpu_entry::unavailable_reason(0);
+  if (have.empty()) return gpu_unavailable_reason(0);
   if (wanted == "hip") {
     return "this binary was built without the HIP backend (its GPU backend is " + have +
            "); a ROCm build (ROCm 6+, ASYNCTP_ROCM_ARCH=gfx942 or gfx950) has it";
@@ -24,73 +41,51 @@ std::string not_built(const std::string& wanted) {
          ", a ROCm build)";
 }
 
-std::unique_ptr<Backend> gpu_backend(const RunArgs& args, const std::string& wanted) {
-  if (const std::string why = not_built(wanted); !why.empty())
+std::unique_ptr<Backend> gpu_backend(const Args& args, const std::string& wanted) {
+  if (const std::string why = not_built(wanted); !why.empty()) {
     fail("--backend", wanted + ": " + why);
-  if (const std::string why = gpu_entry::unavailable_reason(args.device_or_default());
-      !why.empty()) {
+  }
+  if (const std::string why = gpu_unavailable_reason(args.device_or_default()); !why.empty()) {
     throw Error(ErrorCode::backend, "--backend " + wanted + ": no usable GPU at --device " +
                                         std::to_string(args.device_or_default()) + ": " + why);
   }
   if (args.workers_given) {
     fail("--workers", "only with the cpu backend (--backend auto chose " + wanted + ")");
   }
-  if (nccl_entry::launch_from_env()) {
-    if (args.device) {
-      fail("--device", "not under a launcher: LOCAL_RANK picks each rank's GPU");
-    }
-    return nccl_entry::make_launched_backend(args);
+  if (launch_info()) {
+    if (args.device) fail("--device", "not under a launcher: LOCAL_RANK picks each rank's GPU");
+    return make_launched_backend(args);
   }
-  if (gpu_link_for(args) == LinkChoice::nccl) {
-    if (args.device) {
-      fail("--device",
-           "only with the loopback links (pcie, arrival): --link nccl runs rank r on "
-           "GPU r");
-    }
-    if (const std::string why = nccl_entry::unavailable_reason(args.world_size); !why.empty()) {
-      throw Error(ErrorCode::backend, "--link nccl: " + why);
-    }
-    return nccl_entry::make_backend(args);
+  if (gpu_link_for(args) != LinkChoice::nccl) return make_loopback_backend(args);
+  if (args.device) {
+    fail("--device",
+         "only with the loopback links (pcie, arrival): --link nccl runs rank r on GPU r");
   }
-  return gpu_entry::make_backend(args);
-}
-
-// auto falls back to cpu; a CUDA-only flag then has nothing to act on, and
-// silently dropping it would measure something else than was asked.
-std::unique_ptr<Backend> cpu_backend(const RunArgs& args, const std::string& why_not_gpu) {
-  if (const auto flag = args.first_gpu_only_flag()) {
-    fail(*flag, "only with a GPU backend (cuda or hip), and --backend auto chose cpu because " +
-                    why_not_gpu);
+  if (const std::string why = nccl_unavailable_reason(args.world_size); !why.empty()) {
+    throw Error(ErrorCode::backend, "--link nccl: " + why);
   }
-  return make_cpu_backend(args);
+  return make_nccl_backend(args);
 }
 
 }  // namespace
 
-int first_held_rank(const Backend& backend) {
-  for (int r = 0; r < backend.world_size(); ++r) {
-    if (backend.holds(r)) return r;
-  }
-  return 0;
-}
-
-bool adopt_launcher(RunArgs& args) {
-  if (args.backend == BackendChoice::cpu) return false;
-  const auto launch = nccl_entry::launch_from_env();
-  if (!launch) return false;
+void adopt_launcher(Args& args) {
+  if (args.backend == BackendChoice::cpu) return;
+  const std::optional<LaunchInfo> launch = launch_info();
+  if (!launch) return;
   // auto without a usable GPU runs on the cpu backend, launcher or not.
   if (args.backend == BackendChoice::automatic &&
-      !gpu_entry::unavailable_reason(args.device_or_default()).empty()) {
-    return false;
+      !gpu_unavailable_reason(args.device_or_default()).empty()) {
+    return;
   }
   if (args.world_size_given && args.world_size != launch->world_size) {
     fail("--world-size", "this process is rank " + std::to_string(launch->rank) + " of " +
                              std::to_string(launch->world_size) + " (" + launch->launcher +
                              "); leave --world-size out or give the same number");
   }
-  if (args.link && *args.link != LinkChoice::nccl) {
+  if (args.link() && *args.link() != LinkChoice::nccl) {
     fail("--link", "one process per rank (" + launch->launcher + ") runs on real GPUs: nccl, not " +
-                       to_string(*args.link));
+                       to_string(*args.link()));
   }
   args.world_size = launch->world_size;
   if (args.m_global % args.world_size != 0) {
@@ -98,35 +93,93 @@ bool adopt_launcher(RunArgs& args) {
                    std::to_string(args.world_size) + "), got " + std::to_string(args.m_global));
   }
   if (!args.seed_given) {
-    args.seed = launch->job_seed;
+    // The same on every rank of the job, so all ranks draw the same inputs;
+    // nine digits, like a seed from the clock.
+    const std::string job = launch->master_addr + ":" + std::to_string(launch->master_port) + "/" +
+                            std::to_string(launch->world_size);
+    args.seed = std::hash<std::string>{}(job) % 1'000'000'000ull;
     args.seed_given = true;
   }
-  return true;
 }
 
-LinkChoice gpu_link_for(const RunArgs& args) {
-  if (args.link) return *args.link;
-  if (nccl_entry::launch_from_env()) return LinkChoice::nccl;
-  if (args.world_size > 1 && !args.device &&
-      nccl_entry::unavailable_reason(args.world_size).empty()) {
+LinkChoice gpu_link_for(const Args& args) {
+  if (args.link()) return *args.link();
+  if (launch_info()) return LinkChoice::nccl;
+  if (args.world_size > 1 && !args.device && nccl_unavailable_reason(args.world_size).empty()) {
     return LinkChoice::nccl;
   }
   return LinkChoice::pcie;
 }
 
-std::unique_ptr<Backend> make_backend(const RunArgs& args) {
+std::unique_ptr<Backend> make_backend(const Args& args) {
   switch (args.backend) {
     case BackendChoice::cuda:
+      return gpu_backend(args, "cuda");
     case BackendChoice::hip:
-      return gpu_backend(args, name_of(args.backend));
+      return gpu_backend(args, "hip");
     case BackendChoice::cpu:
       return make_cpu_backend(args);
-    case BackendChoice::automatic: {
-      const std::string why = gpu_entry::unavailable_reason(args.device_or_default());
-      return why.empty() ? gpu_backend(args, gpu_entry::runtime()) : cpu_backend(args, why);
-    }
+    case BackendChoice::automatic:
+      break;
   }
-  return nullptr;
+  const std::string why_not_gpu = gpu_unavailable_reason(args.device_or_default());
+  if (why_not_gpu.empty()) return gpu_backend(args, gpu_runtime());
+  // A GPU-only flag then has nothing to act on, and silently dropping it
+  // would measure something else than was asked.
+  if (const auto flag = args.first_gpu_only_flag()) {
+    fail(*flag, "only with a GPU backend (cuda or hip), and --backend auto chose cpu because " +
+                    why_not_gpu);
+  }
+  return make_cpu_backend(args);
 }
+
+const char* gpu_runtime() noexcept {
+#if defined(ASYNCTP_HAVE_HIP_BACKEND)
+  return "hip";
+#elif defined(ASYNCTP_HAVE_CUDA_BACKEND)
+  return "cuda";
+#else
+  return "";
+#endif
+}
+
+#if defined(ASYNCTP_CLI_GPU)
+std::string gpu_unavailable_reason(int device) { return loopback::unavailable_reason(device); }
+#else
+std::string gpu_unavailable_reason(int) { return kNoGpu; }
+
+std::unique_ptr<Backend> make_loopback_backend(const Args&) {
+  throw Error(ErrorCode::unsupported, std::string("--backend: ") + kNoGpu);
+}
+#endif
+
+#if defined(ASYNCTP_HAVE_NCCL_BACKEND)
+std::string nccl_unavailable_reason(int world_size) { return nccl::unavailable_reason(world_size); }
+
+std::optional<LaunchInfo> launch_info() { return launch_info_from_environment(); }
+#else
+std::string nccl_unavailable_reason(int) { return kNoNccl; }
+
+std::optional<LaunchInfo> launch_info() { return std::nullopt; }
+
+std::unique_ptr<Backend> make_nccl_backend(const Args&) {
+  throw Error(ErrorCode::unsupported, std::string("--link nccl: ") + kNoNccl);
+}
+
+std::unique_ptr<Backend> make_launched_backend(const Args&) {
+  throw Error(ErrorCode::unsupported, std::string("one rank per process: ") + kNoNccl);
+}
+#endif
+
+// The benchmark's baseline is cuBLAS, so it is CUDA's alone so far.
+#if !defined(ASYNCTP_HAVE_CUDA_BACKEND)
+int bench_command(Args, const std::string&) {
+  const std::string have = gpu_runtime();
+  throw Error(ErrorCode::unsupported,
+              "this binary was built without the CUDA backend (" +
+                  (have.empty() ? std::string("no GPU backend") : "its GPU backend is " + have) +
+                  "), which asynctp bench needs: its baseline is cuBLAS");
+}
+#endif
 
 }  // namespace asynctp::tool

@@ -1,81 +1,45 @@
-#include "cpu_backend.hpp"
-
-#include <algorithm>
-#include <chrono>
-
+// The cpu backend: W ranks as threads of this process (asynctp::cpu::Group),
+// computing on the host buffers directly.
+#include "asynctp/bench.hpp"
 #include "asynctp/cpu.hpp"
-#include "asynctp/ops.hpp"
-#include "check.hpp"
+#include "backend.hpp"
 
 namespace asynctp::tool {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(const cpu::GroupConfig& config) : group_(config) {}
-  const char* name() const noexcept override { return "cpu"; }
-  std::string description() const override {
-    return std::to_string(group_.gemm_workers_per_rank()) + " GEMM workers per rank";
-  }
-  std::string timing_rule() const override {
-    return "wall time of each call, the slowest rank's per iteration";
+  explicit CpuBackend(const cpu::GroupConfig& config) : group_(config) {
+    info.name = "cpu";
+    info.gemm_workers_per_rank = group_.gemm_workers_per_rank();
+    info.detail = std::to_string(info.gemm_workers_per_rank) + " GEMM workers per rank";
+    info.timing_rule =
+        "wall time of each call, the slowest rank's per iteration";  // bench::time_calls
   }
   int world_size() const noexcept override { return group_.world_size(); }
-  int gemm_workers_per_rank() const noexcept override { return group_.gemm_workers_per_rank(); }
   Comm& comm(int rank) override { return group_.comm(rank); }
   void run(const std::function<void(Comm&)>& body) override { group_.run(body); }
 
-  void place(std::vector<RankData>& host) override { host_ = &host; }
-  RankViews views(int rank) const override {
-    const RankData& d = (*host_)[static_cast<std::size_t>(rank)];
-    return {d.a_shard, d.b, d.c, d.gathered};
-  }
+  void place(Problem& problem) override { problem_ = &problem; }
+  RankViews views(int rank) const override { return problem_->rank(rank); }
   void* stream(int) const noexcept override { return nullptr; }
-  void poison_outputs() override { tool::poison_outputs(*host_); }
+  void poison_outputs() override { problem_->poison_outputs(); }
   void fetch_outputs() override {}  // the calls wrote the host buffers
 
-  // A call is done only when every rank has its C: the slowest rank's wall
-  // time is the iteration's.
-  std::vector<double> time_calls(int total, const CallFn& call, const BeforeFn& before) override {
-    const auto iterations = static_cast<std::size_t>(total);
-    std::vector<std::vector<double>> ms(static_cast<std::size_t>(world_size()),
-                                        std::vector<double>(iterations));
-    group_.run([&](Comm& comm) {
-      const auto r = static_cast<std::size_t>(comm.rank());
-      std::vector<double>& mine = ms[r];
-      for (int i = 0; i < total; ++i) {
-        if (r == 0) {
-          before(i, i > 0 ? std::optional<double>(mine[static_cast<std::size_t>(i - 1)])
-                          : std::nullopt);
-        }
-        const Clock::time_point begin = Clock::now();
-        call(comm, i);
-        synchronize(comm);
-        mine[static_cast<std::size_t>(i)] =
-            std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
-      }
-    });
-    std::vector<double> slowest(iterations, 0.0);
-    for (const auto& rank_ms : ms) {
-      for (std::size_t i = 0; i < iterations; ++i) slowest[i] = std::max(slowest[i], rank_ms[i]);
-    }
-    return slowest;
+  std::vector<double> time_calls(int total, const bench::RankCall& call,
+                                 const bench::BeforeIteration& before) override {
+    return bench::time_calls(group_, total, call, before);
   }
 
  private:
   cpu::Group group_;
-  std::vector<RankData>* host_ = nullptr;
+  Problem* problem_ = nullptr;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(const RunArgs& args) {
-  cpu::GroupConfig config;
-  config.world_size = args.world_size;
-  config.gemm_workers_per_rank = args.workers;
-  return std::make_unique<CpuBackend>(config);
+std::unique_ptr<Backend> make_cpu_backend(const Args& args) {
+  return std::make_unique<CpuBackend>(cpu::GroupConfig{args.world_size, args.workers});
 }
 
 }  // namespace asynctp::tool

@@ -1,6 +1,7 @@
-#include "help.hpp"
-
+// The help texts: what every flag, algorithm, link and variable means.
 #include <string>
+
+#include "args.hpp"
 
 namespace asynctp::tool {
 namespace {
@@ -71,6 +72,23 @@ constexpr const char* kCudaHelp =
     "figures; every rank checks its own C and exits 1 if it is wrong.\n"
     "  torchrun --nproc-per-node 8 --no-python build/tools/asynctp run -m 8192 --check\n";
 
+// "  --iters N            timed iterations ...", continuation lines under
+// the text: the layout of every flag in every help text.
+std::string flag_lines(Command command) {
+  std::string out = "Flags:\n";
+  for (const Flag& flag : flags_of(command)) {
+    std::string left =
+        flag.alias != nullptr ? std::string(flag.alias) + ", " + flag.name : std::string(flag.name);
+    if (flag.metavar != nullptr) left += std::string(" ") + flag.metavar;
+    out += "  " + left + std::string(left.size() < 21 ? 21 - left.size() : 1, ' ');
+    for (const char* c = flag.help; *c != '\0'; ++c) {
+      out += *c == '\n' ? "\n" + std::string(23, ' ') : std::string(1, *c);
+    }
+    out += "\n";
+  }
+  return out + "\n";
+}
+
 }  // namespace
 
 std::string main_help() {
@@ -108,84 +126,29 @@ std::string main_help() {
          "failed --check, 2 bad usage.\n";
 }
 
-std::string run_help() {
-  return std::string(
-             "Usage: asynctp run [flags]\n"
-             "\n"
-             "Runs fused_all_gather_matmul on W ranks, times each algorithm (median over\n"
-             "iterations; cpu: of the slowest rank's call; cuda: of the per-rank time, see\n"
-             "below) and prints a table, or JSON.\n"
-             "\n"
-             "Flags:\n"
-             "  --backend B          auto|cpu|cuda|hip: where the ranks run (default auto =\n"
-             "                       this binary's GPU backend, cuda or in a ROCm build\n"
-             "                       hip, when --device is a\n"
-             "                       usable GPU, else cpu; the header and JSON say which ran).\n"
-             "                       cpu: W ranks as threads of this process, on host memory.\n"
-             "                       cuda: W virtual ranks on one GPU (a loopback group), on\n"
-             "                       device memory; an error when not built in or no usable\n"
-             "                       GPU is present. native on cuda needs bf16 and sm_90;\n"
-             "                       hip: the same on an AMD GPU (never run so far; native\n"
-             "                       needs gfx942/gfx950, pipelined/decomposed hipBLAS);\n"
-             "                       pipelined and decomposed take bf16, fp16 and fp32.\n"
-             "  --world-size W       number of ranks (default 8)\n"
-             "  -m M                 GLOBAL rows of the gathered A and of C; must be divisible\n"
-             "                       by W; each rank's shard has m = M / W rows (default 8192)\n"
-             "  -n N                 columns of B and C (default 2048)\n"
-             "  -k K                 columns of A, rows of B (default 2048)\n"
-             "  --algo A             all|auto|native|pipelined|decomposed (default all = native,\n"
-             "                       pipelined and decomposed); a single algorithm is measured\n"
-             "                       with decomposed as the baseline; auto runs the planner's\n"
-             "                       pick. An algorithm that cannot run this problem shows as\n"
-             "                       unavailable; asked for alone, it is an error.\n"
-             "  --dtype D            bf16|fp16|fp32 storage of A, B, C (default bf16; fp32\n"
-             "                       accumulation always)\n"
-             "  --b-layout L         row|col: B row- or column-major (default row)\n"
-             "  --iters N            timed iterations per algorithm (default 5)\n"
-             "  --warmup N           untimed iterations first (default 1)\n"
-             "  --check              before timing, run each algorithm once on poisoned outputs\n"
-             "                       and compare every rank's C with a float64 reference\n"
-             "                       (every element written, relative Frobenius error within\n"
-             "                       the dtype's tolerance) and its gathered A bit for bit\n"
-             "                       with the shards (cuda: both copied back to the host);\n"
-             "                       failing exits 1\n"
-             "  --json               print one JSON object on stdout instead of the table\n"
-             "  --trace FILE         after timing, run one more call of each algorithm with\n"
-             "                       tracing and write a Chrome trace (Perfetto,\n"
-             "                       chrome://tracing) of the spans the backend records (cpu:\n"
-             "                       producer and GEMM worker threads; cuda: each rank's\n"
-             "                       host-side check and enqueue of the call, not the device\n"
-             "                       work, which runs after it returns)\n"
-             "  --seed S             seed of the random inputs (default: from the clock; always\n"
-             "                       printed so a run can be repeated)\n"
-             "  --workers P          cpu backend only: GEMM workers per rank (default 0 =\n"
-             "                       automatic)\n"
-             "  --timeout-ms T       bound on every cross-rank wait in ms (default:\n"
-             "                       ASYNCTP_WAIT_TIMEOUT_MS, else 60000)\n"
-             "  --link L             GPU backend only: pcie|arrival|nccl, how peer shards\n"
-             "                       reach a rank (default nccl with W > 1 and W GPUs, else\n"
-             "                       pcie; see Links below)\n"
-             "  --link-gbps X        GPU backend and --link arrival only: the modelled\n"
-             "                       link's bandwidth into each rank in GB/s, a number > 0\n"
-             "                       (default 400)\n"
-             "  --device N           GPU backend only: the GPU device ordinal (default 0)\n"
-             "  -h, --help           this text\n"
-             "\n"
-             "The GPU-only flags are errors with --backend cpu, and with --backend auto\n"
-             "when it picks cpu; --workers is an error on a GPU backend.\n"
-             "\n") +
-         kAlgoHelp + "\n" + kCudaHelp + "\n" + kLinkHelp + "\n" + kEnvHelp +
-         "\n"
-         "Examples:\n"
-         "  asynctp run --world-size 8 -m 8192 -n 2048 -k 2048 --check\n"
-         "  asynctp run --backend cuda --link arrival --link-gbps 200 -n 8192 -k 8192 --check\n"
-         "\n"
-         "Exit status: 0 success, 1 a library error, no usable GPU for --backend cuda|hip\n"
-         "or a failed --check, 2 bad usage (including --backend cuda|hip in a binary built\n"
-         "without it).\n";
-}
-
-std::string bench_help() {
+std::string help_of(Command command) {
+  if (command == Command::run) {
+    return std::string(
+               "Usage: asynctp run [flags]\n"
+               "\n"
+               "Runs fused_all_gather_matmul on W ranks, times each algorithm (median over\n"
+               "iterations; cpu: of the slowest rank's call; cuda: of the per-rank time, see\n"
+               "below) and prints a table, or JSON.\n"
+               "\n") +
+           flag_lines(command) +
+           "The GPU-only flags are errors with --backend cpu, and with --backend auto\n"
+           "when it picks cpu; --workers is an error on a GPU backend.\n"
+           "\n" +
+           kAlgoHelp + "\n" + kCudaHelp + "\n" + kLinkHelp + "\n" + kEnvHelp +
+           "\n"
+           "Examples:\n"
+           "  asynctp run --world-size 8 -m 8192 -n 2048 -k 2048 --check\n"
+           "  asynctp run --backend cuda --link arrival --link-gbps 200 -n 8192 -k 8192 --check\n"
+           "\n"
+           "Exit status: 0 success, 1 a library error, no usable GPU for --backend cuda|hip\n"
+           "or a failed --check, 2 bad usage (including --backend cuda|hip in a binary built\n"
+           "without it).\n";
+  }
   return std::string(
              "Usage: asynctp bench [flags]\n"
              "\n"
@@ -205,33 +168,8 @@ std::string bench_help() {
              "  overlap     (T_comm + T_gemm - time) / min(T_comm, T_gemm): 1 = perfect\n"
              "              overlap, 0 = none (undefined when T_comm <= 0)\n"
              "  ideal/time  max(T_comm, T_gemm) / time: 1 = as fast as perfect overlap\n"
-             "\n"
-             "Flags:\n"
-             "  --link L             pcie|arrival|both|nccl: the links to measure, in turn\n"
-             "                       (default both; nccl: W GPUs; see Links below)\n"
-             "  --link-gbps X        the arrival link's bandwidth into each rank in GB/s, a\n"
-             "                       number > 0 (default 400); needs arrival in --link\n"
-             "  --world-size W       number of virtual ranks (default 8)\n"
-             "  -m M                 GLOBAL rows of the gathered A and of C; must be divisible\n"
-             "                       by W; each rank's shard has M / W rows (default 8192)\n"
-             "  -n N                 columns of B and C (default 8192)\n"
-             "  -k K                 columns of A, rows of B (default 8192)\n"
-             "  --b-layout L         row|col: B row- or column-major (default row)\n"
-             "  --iters N            timed iterations per measurement (default 20)\n"
-             "  --warmup N           untimed iterations first (default 3)\n"
-             "  --device N           the CUDA device ordinal (default 0)\n"
-             "  --check              before timing, run each algorithm (and the cuBLAS GEMM)\n"
-             "                       once on poisoned outputs and compare with a float64\n"
-             "                       reference (relative Frobenius error, every element\n"
-             "                       written, gathered A bitwise); failing exits 1\n"
-             "  --json               print one JSON object on stdout instead of the table\n"
-             "  --seed S             seed of the random inputs (default: from the clock;\n"
-             "                       always printed)\n"
-             "  --timeout-ms T       bound on every cross-rank wait in ms (default:\n"
-             "                       ASYNCTP_WAIT_TIMEOUT_MS, else 60000)\n"
-             "  -h, --help           this text\n"
              "\n") +
-         kCudaHelp + "\n" + kLinkHelp +
+         flag_lines(command) + kCudaHelp + "\n" + kLinkHelp +
          "\n"
          "Example:\n"
          "  asynctp bench --link both -m 8192 -n 8192 -k 8192 --check\n"

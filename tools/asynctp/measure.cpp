@@ -1,45 +1,137 @@
 #include "measure.hpp"
 
-#include <algorithm>
-#include <cstdio>
+#include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+
+#include "asynctp/bench.hpp"
+#include "asynctp/error.hpp"
 #include "asynctp/ops.hpp"
 
 namespace asynctp::tool {
+namespace {
 
-RunInfo plan_on_rank0(Backend& backend, const Options& options) {
-  const int rank = first_held_rank(backend);
-  const RankViews v = backend.views(rank);
-  return plan_fused_all_gather_matmul(backend.comm(rank), v.a_shard, v.b, v.c, &v.gathered,
-                                      options);
+verify::AllGatherMatmulShape shape_of(const Args& args) {
+  return {args.world_size, args.m_per_rank(), args.n, args.k, args.dtype, args.b_col_major};
 }
 
-RunInfo enqueue_call(Backend& backend, Comm& comm, Options options) {
+CheckResult check_result(const std::vector<verify::Verdict>& verdicts) {
+  CheckResult result;
+  for (std::size_t r = 0; r < verdicts.size(); ++r) {
+    result.max_rel_error = std::max(result.max_rel_error, verdicts[r].relative_error);
+    if (verdicts[r].ok) continue;
+    result.ok = false;
+    result.failures.push_back("rank " + std::to_string(r) + ": " + verdicts[r].failure);
+  }
+  return result;
+}
+
+}  // namespace
+
+// -Wswitch names the places below when an op is added.
+RunInfo enqueue_call(Op op, Backend& backend, Comm& comm, Options options) {
   const RankViews v = backend.views(comm.rank());
   options.stream = backend.stream(comm.rank());
-  return fused_all_gather_matmul(comm, v.a_shard, v.b, v.c, &v.gathered, options);
+  switch (op) {
+    case Op::all_gather_matmul:
+      return fused_all_gather_matmul(comm, v.a_shard, v.b, v.c, &v.a_gathered, options);
+  }
+  throw std::logic_error("enqueue_call: unknown op");
 }
 
-CheckResult checked_call(Backend& backend, const std::vector<RankData>& host,
-                         const Options& options, const References& references) {
+Options options_for(const Args& args, std::optional<Algorithm> algorithm, Trace* trace) {
+  Options options;
+  options.algorithm = algorithm;
+  options.wait_timeout_ms = args.timeout_ms;
+  options.trace = trace;
+  return options;
+}
+
+void settle_seed_and_memory(Args& args) {
+  if (!args.seed_given) {
+    // From the clock: nine digits, easy to retype and exact in every JSON
+    // reader (doubles hold integers up to 2^53 only).
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    args.seed = static_cast<std::uint64_t>(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()) %
+                1'000'000'000ull;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return;
+  const double physical = static_cast<double>(pages) * static_cast<double>(page_size);
+  const auto needed = static_cast<double>(Problem::host_bytes(shape_of(args), args.check));
+  if (needed > physical) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "this run needs %.1f GiB of host memory (inputs and outputs of %d ranks%s), "
+                  "more than the machine's %.1f GiB",
+                  needed / (1 << 30), args.world_size, args.check ? " and --check references" : "",
+                  physical / (1 << 30));
+    throw UsageError(std::string("-m/-n/-k/--world-size: ") + buf);
+  }
+}
+
+std::unique_ptr<Problem> make_problem(const Args& args, Progress& progress) {
+  progress.set("[setup] drawing random inputs for " + std::to_string(args.world_size) + " ranks");
+  return std::make_unique<Problem>(shape_of(args), args.seed);
+}
+
+void compute_references(Problem& problem, const Args& args, Progress& progress,
+                        const std::function<bool(int)>& wanted) {
+  if (!args.check) return;
+  progress.set("[check] float64 reference GEMMs for " + std::to_string(args.world_size) + " ranks");
+  problem.compute_references(wanted);
+}
+
+RunInfo plan_call(Op op, Backend& backend, const Options& options) {
+  int rank = 0;
+  while (!backend.holds(rank)) ++rank;
+  const RankViews v = backend.views(rank);
+  switch (op) {
+    case Op::all_gather_matmul:
+      return plan_fused_all_gather_matmul(backend.comm(rank), v.a_shard, v.b, v.c, &v.a_gathered,
+                                          options);
+  }
+  throw std::logic_error("plan_call: unknown op");
+}
+
+void plan_row(Row& row, const Args& args, Backend& backend, const Options& options, bool must_run) {
+  try {
+    const RunInfo info = plan_call(args.op, backend, options);
+    row.tile_m = info.tile_m;
+    row.tile_n = info.tile_n;
+    row.reason = info.reason;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::unsupported || must_run) throw;
+    row.available = false;
+    row.reason = e.detail();  // what() leads with "asynctp <code>: ", noise in a cell
+  }
+}
+
+void check_row(Row& row, const Args& args, Backend& backend, const Problem& problem,
+               const Options& options, Progress& progress, const std::string& label) {
+  progress.set(label + "checked call, compared with the float64 reference");
   backend.poison_outputs();
   backend.run([&](Comm& comm) {
-    enqueue_call(backend, comm, options);
+    enqueue_call(args.op, backend, comm, options);
     synchronize(comm);
   });
   backend.fetch_outputs();
-  return check_outputs(host, references);
+  row.check = check_result(problem.check());
 }
 
-Timed timed_calls(Backend& backend, const Options& options, int warmup, int iters,
-                  Progress& progress, const std::string& label) {
-  Timed out;
+RunInfo time_row(Row& row, Op op, Backend& backend, const Options& options, int warmup, int iters,
+                 Progress& progress, const std::string& label) {
+  RunInfo rank0;
   const std::vector<double> ms = backend.time_calls(
       warmup + iters,
       [&](Comm& comm, int) {
-        const RunInfo info = enqueue_call(backend, comm, options);
-        if (comm.rank() == 0) out.rank0 = info;
-        return info;
+        const RunInfo info = enqueue_call(op, backend, comm, options);
+        if (comm.rank() == 0) rank0 = info;
       },
       [&](int i, std::optional<double> last_ms) {
         std::string status = label;
@@ -53,16 +145,23 @@ Timed timed_calls(Backend& backend, const Options& options, int warmup, int iter
         }
         progress.set(status);
       });
-  out.iteration_ms.assign(ms.begin() + warmup, ms.end());
-  out.median_ms = median(out.iteration_ms);
-  return out;
+  row.iteration_ms.insert(row.iteration_ms.end(), ms.begin() + warmup, ms.end());
+  row.median_ms = bench::median(row.iteration_ms);
+  return rank0;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  if (n == 0) return 0;
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+int print_report(const Report& report, bool reports) {
+  if (reports) {
+    const bool json = report.args.json;
+    std::fputs((json ? format_json(report) : format_table(report)).c_str(), stdout);
+    std::fflush(stdout);
+    if (json && report.trace_written) {  // the table says it in its footer
+      std::fprintf(stderr,
+                   "# trace written to %s (open in https://ui.perfetto.dev or chrome://tracing)\n",
+                   report.trace_written->c_str());
+    }
+  }
+  return report.checks_ok() ? 0 : 1;
 }
 
 }  // namespace asynctp::tool

@@ -1,41 +1,57 @@
-// The measuring steps `asynctp run` and `asynctp bench` share, written once
-// against the Backend interface: plan, one checked call, timed calls.
+// The steps `run` and `bench` share, written once against the Backend
+// interface and for any op: the problem, a row's plan, checked call and
+// timed calls, the printed report; and the two subcommands themselves.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "asynctp/options.hpp"
+#include "asynctp/trace.hpp"
 #include "backend.hpp"
-#include "check.hpp"
 #include "progress.hpp"
+#include "report.hpp"
 
 namespace asynctp::tool {
 
-// What a call with `options` would run on rank 0, or on this process's first
-// rank under a launcher (validates, runs nothing).
-RunInfo plan_on_rank0(Backend& backend, const Options& options);
+// Each returns the exit status (1 when a check failed) and throws UsageError
+// for input this machine cannot take, asynctp::Error from the library.
+int run_command(Args args, const std::string& command_line);
+int bench_command(Args args, const std::string& command_line);
 
-// Enqueues rank comm.rank()'s call on its tensors and stream; the caller
-// waits (asynctp::synchronize).
-RunInfo enqueue_call(Backend& backend, Comm& comm, Options options);
+// Draws the seed when --seed is not given, then refuses (UsageError naming
+// the flags) a run whose host tensors and --check references would not fit
+// in the machine's memory: better than the OOM killer or swap after minutes.
+void settle_seed_and_memory(Args& args);
 
-// One collective call on poisoned outputs, waited for, brought to the host
-// and compared with the float64 references.
-CheckResult checked_call(Backend& backend, const std::vector<RankData>& host,
-                         const Options& options, const References& references);
+// The op's tensors on every rank, the inputs drawn from args.seed; with
+// --check, the references of the ranks `wanted` accepts.
+std::unique_ptr<Problem> make_problem(const Args& args, Progress& progress);
+void compute_references(Problem& problem, const Args& args, Progress& progress,
+                        const std::function<bool(int)>& wanted = {});
 
-struct Timed {
-  std::vector<double> iteration_ms;  // the timed iterations, warmup dropped
-  double median_ms = 0;
-  RunInfo rank0;  // what rank 0's calls ran
-};
+// A call's options: the algorithm forced (nullopt: the library's choice),
+// --timeout-ms, a trace to record into.
+Options options_for(const Args& args, std::optional<Algorithm> algorithm, Trace* trace = nullptr);
 
-// `warmup` untimed then `iters` timed collective calls (Backend::time_calls),
-// with progress lines prefixed by `label`.
-Timed timed_calls(Backend& backend, const Options& options, int warmup, int iters,
-                  Progress& progress, const std::string& label);
+// What a call would run on this process's first rank (runs nothing), and
+// rank comm.rank()'s call enqueued on its tensors and stream.
+RunInfo plan_call(Op op, Backend& backend, const Options& options);
+RunInfo enqueue_call(Op op, Backend& backend, Comm& comm, Options options);
 
-double median(std::vector<double> values);
+// What the planner says of `row`'s call: its tiles and reason. One this
+// problem cannot run makes the row unavailable, or with `must_run` an error.
+void plan_row(Row& row, const Args& args, Backend& backend, const Options& options, bool must_run);
+// One call on poisoned outputs, compared with the problem's references.
+void check_row(Row& row, const Args& args, Backend& backend, const Problem& problem,
+               const Options& options, Progress& progress, const std::string& label);
+// `warmup` untimed then `iters` timed calls (Backend::time_calls) into the
+// row's times, with progress lines prefixed by `label`; returns what rank
+// 0's calls ran.
+RunInfo time_row(Row& row, Op op, Backend& backend, const Options& options, int warmup, int iters,
+                 Progress& progress, const std::string& label);
+
+// Prints the table or JSON (where this process reports); the exit status.
+int print_report(const Report& report, bool reports);
 
 }  // namespace asynctp::tool

@@ -4,18 +4,14 @@
 // set before a long silent step (a float64 reference) still shows up.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
-#include <cstdio>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <thread>
 
 namespace asynctp::tool {
 
 class Progress {
  public:
-  explicit Progress(std::FILE* out = stderr);
+  Progress();
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
@@ -26,23 +22,8 @@ class Progress {
   void finish();
 
  private:
-  using Clock = std::chrono::steady_clock;
-  void loop();
-  void draw(const std::string& status, Clock::time_point now);
-
-  std::FILE* out_;
-  bool tty_;
-  Clock::time_point start_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::string status_;
-  bool stop_ = false;
-  bool finished_ = false;
-  // Owned by the printing thread.
-  std::string printed_;
-  Clock::time_point printed_at_;
-  bool line_open_ = false;
-  std::thread thread_;
+  struct Printer;
+  std::unique_ptr<Printer> printer_;
 };
 
 }  // namespace asynctp::tool

@@ -1,23 +1,18 @@
 #include "report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
 
-#include "backend.hpp"
-#include "core/reference.hpp"
+#include "asynctp/bench.hpp"
+#include "asynctp/verify.hpp"
 #include "json_writer.hpp"
-
-#ifndef ASYNCTP_VERSION
-#define ASYNCTP_VERSION "unknown"
-#endif
 
 namespace asynctp::tool {
 namespace {
 
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-
-std::string format(const char* fmt, ...) {
+[[gnu::format(printf, 1, 2)]] std::string format(const char* fmt, ...) {
   char buf[512];
   va_list args;
   va_start(args, fmt);
@@ -26,106 +21,404 @@ std::string format(const char* fmt, ...) {
   return buf;
 }
 
-const char* layout_name(const RunArgs& args) { return args.b_col_major ? "col" : "row"; }
-
-std::string planner_line(const RunReport& r) {
-  const char* choice = r.planner_algorithm ? to_string(*r.planner_algorithm) : "cannot run";
-  return std::string("# planner (auto): ") + choice + " \u2014 " + r.planner_reason + "\n";
+std::string optional_number(const std::optional<double>& value, const char* fmt) {
+  return value ? format(fmt, *value) : "-";
 }
 
-std::string header(const RunReport& r) {
-  const RunArgs& a = r.args;
-  std::string out;
-  out += "# asynctp " ASYNCTP_VERSION " run: fused all-gather + matmul, C = allgather(A) @ B\n";
-  out += "# command: " + r.command_line + "\n";
-  out += format("# backend %s, world size %d, %s\n", r.backend.c_str(), a.world_size,
-                r.backend_description.c_str());
-  out += format("# M %lld (m %lld per rank), N %lld, K %lld, dtype %s, B layout %s\n",
-                static_cast<long long>(a.m_global), static_cast<long long>(a.m_per_rank()),
-                static_cast<long long>(a.n), static_cast<long long>(a.k), to_string(a.dtype),
-                layout_name(a));
-  out += format("# iters %d, warmup %d, seed %llu (repeat with --seed %llu)\n", a.iters, a.warmup,
-                static_cast<unsigned long long>(a.seed), static_cast<unsigned long long>(a.seed));
-  out += "# time: median over iterations of " + r.timing_rule + "\n";
-  out += "#\n";
-  return out;
-}
+// The op: what the header calls it, and the work of one call.
+struct OpFacts {
+  const char* title;
+  double flops;
+};
 
-std::string row(const RunReport& r, const AlgorithmResult& result) {
-  if (!result.available) {
-    return format("%-20s %12s %10s %9s %10s   unavailable: %s\n", result.label.c_str(), "-", "-",
-                  "-", "-", result.reason.c_str());
+OpFacts facts_of(const Args& a) {
+  switch (a.op) {
+    case Op::all_gather_matmul:  // M x N outputs, K multiply-adds each
+      return {"fused all-gather + matmul", 2.0 * static_cast<double>(a.m_global) *
+                                               static_cast<double>(a.n) * static_cast<double>(a.k)};
   }
-  const auto speedup = r.speedup_vs_decomposed(result);
-  const std::string speedup_text = speedup ? format("%.2fx", *speedup) : "-";
-  std::string error_text = "-";
-  std::string status = "ok";
-  if (result.check) {
-    error_text = std::isfinite(result.check->max_rel_error)
-                     ? format("%.2e", result.check->max_rel_error)
-                     : "inf";
-    if (!result.check->ok) status = "WRONG";
-  }
-  if (result.planner_choice) status += "  <- planner";
-  return format("%-20s %12.3f %10.4f %9s %10s   %s\n", result.label.c_str(), result.median_ms,
-                r.tflops_per_rank(result), speedup_text.c_str(), error_text.c_str(),
-                status.c_str());
+  return {"unknown op", 0};
 }
 
-std::string footer(const RunReport& r) {
-  const RunArgs& a = r.args;
-  if (!a.check) return "# check: not run (add --check to compare against a float64 reference)\n";
-  std::string out;
-  for (const AlgorithmResult& result : r.algorithms) {
-    if (!result.check) continue;
-    for (const std::string& failure : result.check->failures) {
-      out += "# WRONG: " + result.label + ": " + failure + "\n";
-    }
-  }
-  if (out.empty()) {
-    out = format(
-        "# check: all %d ranks within tolerance %.1e (relative Frobenius error vs "
-        "float64), gathered A bitwise equal, for every algorithm run\n",
-        a.world_size, core::error_tolerance(a.dtype));
-  }
-  return out;
+// Figures derived from the rows: speedups compare with decomposed over the
+// same link, overlap also with the library GEMM baseline there (bench).
+
+double tflops(const Report& r, const Row& row) {
+  if (!row.available || row.median_ms <= 0) return 0;
+  return facts_of(r.args).flops / (row.median_ms * 1e-3) / 1e12;
 }
 
-}  // namespace
-
-double RunReport::tflops_per_rank(const AlgorithmResult& result) const {
-  if (!result.available || result.median_ms <= 0) return 0;
-  const double flops = 2.0 * static_cast<double>(args.m_global) * static_cast<double>(args.n) *
-                       static_cast<double>(args.k);
-  return flops / (result.median_ms * 1e-3) / 1e12;
-}
-
-std::optional<double> RunReport::speedup_vs_decomposed(const AlgorithmResult& result) const {
-  if (!result.available || result.median_ms <= 0) return std::nullopt;
-  for (const AlgorithmResult& other : algorithms) {
-    if (other.available && other.algorithm == Algorithm::decomposed && other.median_ms > 0) {
-      return other.median_ms / result.median_ms;
-    }
+// The median of the available row that ran `algorithm` over `link`
+// (nullopt: the library GEMM baseline).
+std::optional<double> median_of(const Report& r, const std::string& link,
+                                std::optional<Algorithm> algorithm) {
+  for (const Row& row : r.rows) {
+    if (row.link == link && row.algorithm == algorithm && row.available) return row.median_ms;
   }
   return std::nullopt;
 }
 
-bool RunReport::checks_ok() const {
-  for (const AlgorithmResult& result : algorithms) {
-    if (result.check && !result.check->ok) return false;
-  }
-  return true;
+std::optional<double> speedup(const Report& r, const Row& row) {
+  const auto decomposed = median_of(r, row.link, Algorithm::decomposed);
+  if (!row.available || !row.algorithm || !decomposed || row.median_ms <= 0) return std::nullopt;
+  return *decomposed / row.median_ms;
 }
 
-std::string format_table(const RunReport& r) {
-  std::string out = header(r);
-  out += format("#%-19s %12s %10s %9s %10s   %s\n", " algorithm", "time", "TFLOP/s", "speedup",
-                "max rel", "status");
-  out += format("#%-19s %12s %10s %9s %10s\n", "", "(ms)", "(per rank)", "(vs dec.)", "error");
-  for (const AlgorithmResult& result : r.algorithms) out += row(r, result);
+std::optional<bench::Overlap> overlap(const Report& r, const std::string& link) {
+  const auto decomposed = median_of(r, link, Algorithm::decomposed);
+  const auto gemm = median_of(r, link, std::nullopt);
+  if (!decomposed || !gemm) return std::nullopt;
+  return bench::Overlap::of(*decomposed, *gemm);
+}
+
+// An algorithm's overlap efficiency and ideal/time.
+std::optional<double> efficiency(const Report& r, const Row& row) {
+  const auto o = row.algorithm ? overlap(r, row.link) : std::nullopt;
+  return o ? o->efficiency(row.median_ms) : std::nullopt;
+}
+std::optional<double> ideal_over_time(const Report& r, const Row& row) {
+  const auto o = row.algorithm ? overlap(r, row.link) : std::nullopt;
+  return o ? o->ideal_over(row.median_ms) : std::nullopt;
+}
+
+// The table: columns as data, then '#' header rows of names and units.
+
+struct Column {
+  const char* title;
+  const char* unit;
+  int width;  // negative: text, left-aligned, shown on unavailable rows too
+  std::string (*cell)(const Report& r, const Row& row);
+};
+
+std::string label(const Report&, const Row& row) { return row.label; }
+std::string time_ms(const Report&, const Row& row) { return format("%.3f", row.median_ms); }
+std::string speedup_x(const Report& r, const Row& row) {
+  return optional_number(speedup(r, row), "%.2fx");
+}
+std::string max_error(const Report&, const Row& row) {
+  if (!row.check) return "-";
+  return std::isfinite(row.check->max_rel_error) ? format("%.2e", row.check->max_rel_error) : "inf";
+}
+
+const std::vector<Column> kRunColumns = {
+    {" algorithm", "", -20, label},
+    {"time", "(ms)", 12, time_ms},
+    {"TFLOP/s", "(per rank)", 10,
+     [](const Report& r, const Row& row) { return format("%.4f", tflops(r, row)); }},
+    {"speedup", "(vs dec.)", 9, speedup_x},
+    {"max rel", "error", 10, max_error},
+};
+const std::vector<Column> kBenchColumns = {
+    {"link", "", -8, [](const Report&, const Row& row) { return row.link; }},
+    {"algorithm", "", -11, label},
+    {"time", "(ms)", 10, time_ms},
+    {"TFLOP/s", "", 9,
+     [](const Report& r, const Row& row) { return format("%.1f", tflops(r, row)); }},
+    {"speedup", "(vs dec.)", 9, speedup_x},
+    {"overlap", "eff.", 8,
+     [](const Report& r, const Row& row) { return optional_number(efficiency(r, row), "%.2f"); }},
+    {"ideal", "/ time", 8,
+     [](const Report& r, const Row& row) {
+       return optional_number(ideal_over_time(r, row), "%.2f");
+     }},
+    {"max rel", "error", 9, max_error},
+};
+
+// Each column's cell padded to its width, one space apart.
+template <typename Cell>
+std::string line(const std::vector<Column>& columns, Cell cell) {
+  std::string out;
+  for (const Column& column : columns) {
+    const std::string text = cell(column);
+    const auto room = static_cast<std::size_t>(std::abs(column.width));
+    const std::string fill(text.size() < room ? room - text.size() : 0, ' ');
+    if (!out.empty()) out += ' ';
+    out += column.width < 0 ? text + fill : fill + text;
+  }
+  return out;
+}
+
+// A header row's first cell carries the '#'.
+std::string header_row(const std::vector<Column>& columns, const char* Column::*text) {
+  return line(columns, [&](const Column& c) {
+    return std::string(&c == &columns.front() ? "#" : "") + c.*text;
+  });
+}
+
+std::string table_row(const Report& r, const std::vector<Column>& columns, const Row& row) {
+  const std::string cells = line(columns, [&](const Column& c) {
+    return row.available || c.width < 0 ? c.cell(r, row) : "-";
+  });
+  if (!row.available) return cells + "   unavailable: " + row.reason + "\n";
+  std::string status = row.check && !row.check->ok ? "WRONG" : "ok";
+  if (row.planner_choice) status += "  <- planner";
+  if (!row.algorithm) status += " (T_gemm)";
+  return cells + "   " + status + "\n";
+}
+
+// What ran, the command, where, the problem, and how to repeat it.
+std::string header(const Report& r, const std::string& what, const std::string& where) {
+  const Args& a = r.args;
+  return std::string("# asynctp ") + kVersion + " " + what + "\n# command: " + r.command_line +
+         "\n# " + where + "\n" +
+         format("# M %lld (m %lld per rank), N %lld, K %lld, dtype %s, B layout %s\n",
+                static_cast<long long>(a.m_global), static_cast<long long>(a.m_per_rank()),
+                static_cast<long long>(a.n), static_cast<long long>(a.k), to_string(a.dtype),
+                a.b_col_major ? "col" : "row") +
+         format("# iters %d, warmup %d, seed %llu (repeat with --seed %llu)\n", a.iters, a.warmup,
+                static_cast<unsigned long long>(a.seed), static_cast<unsigned long long>(a.seed));
+}
+
+std::string run_header(const Report& r) {
+  return header(r, std::string("run: ") + facts_of(r.args).title + ", C = allgather(A) @ B",
+                format("backend %s, world size %d, %s", r.backend.name.c_str(), r.args.world_size,
+                       r.backend.detail.c_str())) +
+         "# time: median over iterations of " + r.backend.timing_rule + "\n";
+}
+
+std::string bench_header(const Report& r) {
+  std::string out = header(
+      r, std::string("bench: single-GPU overlap of ") + facts_of(r.args).title,
+      format("device %d: %s; %d ranks (loopback links: virtual ranks on this GPU, serialized)",
+             r.args.device_or_default(), r.device_name.c_str(), r.args.world_size));
+  for (LinkChoice link : r.args.links) {
+    out += link == LinkChoice::pcie
+               ? "# link pcie: each peer chunk goes device -> pinned host -> device on copy "
+                 "engines (real PCIe transfers)\n"
+           : link == LinkChoice::nccl
+               ? "# link nccl: real GPUs, rank r on GPU r, one process; native and pipelined pull "
+                 "peer chunks from NCCL symmetric memory, decomposed is ncclAllGather + cuBLAS; "
+                 "time = the slowest rank's span, ranks released together\n"
+               : format(
+                     "# link arrival: peer chunks are placed before the GEMM starts; chunk i's "
+                     "signal is released no earlier than (i + 1) * chunk bytes / %g GB/s\n",
+                     r.args.link_gbps_or_default());
+  }
+  return out +
+         "# time: per rank, median over rounds; a round times one iteration of each algorithm,\n"
+         "#   then the cuBLAS GEMM (W times on a loopback link), so all run at the same clocks.\n"
+         "#   Loopback links: the mean of the ranks' own call spans (CUDA events where a rank's\n"
+         "#   work begins and where it is joined; ranks serialized; the arrival link places the\n"
+         "#   peer chunks before the span, its release times stand for the transfer); nccl: the\n"
+         "#   slowest rank's call. cublas: one GEMM of the whole gathered problem (T_gemm).\n"
+         "#   T_comm = T_decomposed - T_gemm (derived, not measured: decomposed is the all-gather\n"
+         "#   followed by the GEMM, no overlap)\n";
+}
+
+std::string link_footer(const Report& r, LinkChoice link) {
+  const std::string name = to_string(link);
+  const auto o = overlap(r, name);
+  std::string out = format("# %s: T_gemm %.3f ms, T_comm %s ms (= T_decomposed - T_gemm)",
+                           name.c_str(), median_of(r, name, std::nullopt).value_or(0),
+                           o ? format("%.3f", o->t_comm_ms).c_str() : "-");
+  if (o) out += format(", ideal max(T_comm, T_gemm) %.3f ms", o->ideal_ms());
+  if (link == LinkChoice::arrival) {
+    // What the release times alone add up to: the last peer chunk's arrival.
+    const double peer_bytes = static_cast<double>(r.args.m_global - r.args.m_per_rank()) *
+                              static_cast<double>(r.args.k) *
+                              static_cast<double>(element_size(r.args.dtype));
+    out += format("; modelled transfer %.3f ms",
+                  peer_bytes / (r.args.link_gbps_or_default() * 1e9) * 1e3);
+  }
+  if (o && o->t_comm_ms <= 0)
+    out += "; T_comm <= 0: the all-gather is lost in noise, no efficiency";
+  return out + "\n";
+}
+
+std::string check_footer(const Report& r) {
+  const Args& a = r.args;
+  if (!a.check) return "# check: not run (add --check to compare against a float64 reference)\n";
+  std::string out;
+  for (const Row& row : r.rows) {
+    for (const std::string& failure :
+         row.check ? row.check->failures : std::vector<std::string>{}) {
+      out += "# WRONG: " + (row.link.empty() ? "" : row.link + " ") + row.label + ": " + failure +
+             "\n";
+    }
+  }
+  if (!out.empty()) return out;
+  return format(a.command == Command::bench
+                    ? "# check: every algorithm's C on all %d ranks (and the cuBLAS C) within "
+                      "%.1e of the float64 reference (relative Frobenius error), gathered A "
+                      "bitwise equal\n"
+                    : "# check: all %d ranks within tolerance %.1e (relative Frobenius error vs "
+                      "float64), gathered A bitwise equal, for every algorithm run\n",
+                a.world_size, verify::tolerance(a.dtype));
+}
+
+template <typename T>
+std::optional<T> when(bool known, const T& value) {
+  return known ? std::optional<T>(value) : std::nullopt;
+}
+
+void json_head(JsonWriter& j, const char* tool, const Report& r) {
+  j.open('{');
+  j.field("tool", tool);
+  j.field("version", kVersion);
+  j.field("command", r.command_line);
+}
+
+void json_problem(JsonWriter& j, const Args& a) {
+  j.field("M", a.m_global);
+  j.field("m_per_rank", a.m_per_rank());
+  j.field("N", a.n);
+  j.field("K", a.k);
+  j.field("dtype", to_string(a.dtype));
+  j.field("b_layout", a.b_col_major ? "col" : "row");
+  j.field("iters", a.iters);
+  j.field("warmup", a.warmup);
+  j.field("seed", static_cast<std::uint64_t>(a.seed));
+}
+
+// Infinite errors (non-finite outputs) print as null; check_ok still says false.
+void json_check(JsonWriter& j, const Row& row) {
+  j.field("max_rel_error", row.check ? std::optional(row.check->max_rel_error) : std::nullopt);
+  j.field("check_ok", row.check ? std::optional(row.check->ok) : std::nullopt);
+  if (row.check && !row.check->failures.empty()) j.field("check_failures", row.check->failures);
+}
+
+void json_run_row(JsonWriter& j, const Report& r, const Row& row) {
+  j.open('{');
+  j.field("name", row.label);
+  j.field("algorithm", to_string(row.algorithm.value_or(Algorithm::decomposed)));
+  j.field("available", row.available);
+  if (!row.available) j.field("reason", row.reason);
+  j.field("planner_choice", row.planner_choice);
+  if (row.available && row.algorithm == Algorithm::native) {
+    j.field("tile_m", row.tile_m);
+    j.field("tile_n", row.tile_n);
+  }
+  j.field("median_ms", when(row.available, row.median_ms));
+  j.field("iteration_ms", row.iteration_ms);
+  j.field("tflops_per_rank", when(row.available, tflops(r, row)));
+  j.field("speedup_vs_decomposed", speedup(r, row));
+  json_check(j, row);
+  j.close();
+}
+
+// An algorithm's row, or (no algorithm) the GEMM baseline's.
+void json_bench_row(JsonWriter& j, const Report& r, const Row& row) {
+  j.open('{');
+  if (row.algorithm) {
+    j.field("algorithm", to_string(*row.algorithm));
+    j.field("available", row.available);
+    j.field("reason", row.reason);
+  }
+  if (row.available) {
+    j.field("median_ms", row.median_ms);
+    j.field("iteration_ms", row.iteration_ms);
+    j.field("tflops", tflops(r, row));
+    json_check(j, row);
+  }
+  if (row.available && row.algorithm) {
+    j.field("speedup_vs_decomposed", speedup(r, row));
+    j.field("overlap_efficiency", efficiency(r, row));
+    j.field("ideal_over_time", ideal_over_time(r, row));
+  }
+  j.close();
+}
+
+std::string run_json(const Report& r) {
+  const Args& a = r.args;
+  JsonWriter j;
+  json_head(j, "asynctp", r);
+  j.field("backend", r.backend.name);
+  j.field("world_size", a.world_size);
+  j.field("backend_detail", r.backend.detail);
+  j.field("timing", r.backend.timing_rule);
+  // A GPU backend has no host GEMM workers: null rather than a made-up 0.
+  const int workers = r.backend.gemm_workers_per_rank;
+  j.field("gemm_workers_per_rank", when(workers > 0, workers));
+  if (r.backend.name != "cpu") {
+    j.field("device", a.device_or_default());
+    j.field("link", to_string(r.link));
+    j.field("link_gbps", when(r.link == LinkChoice::arrival, a.link_gbps_or_default()));
+  }
+  json_problem(j, a);
+  j.field("check", a.check);
+  j.field("tolerance", when(a.check, verify::tolerance(a.dtype)));
+  j.key("planner");
+  j.open('{');
+  j.field("algorithm",
+          when(r.planner_algorithm.has_value(),
+               std::string(to_string(r.planner_algorithm.value_or(Algorithm::automatic)))));
+  j.field("reason", r.planner_reason);
+  j.close();
+  j.key("algorithms");
+  j.open('[');
+  for (const Row& row : r.rows) json_run_row(j, r, row);
+  j.close();
+  j.field("check_ok", when(a.check, r.checks_ok()));
+  j.field("trace_file", r.trace_written);
+  j.close();
+  return j.str();
+}
+
+std::string bench_json(const Report& r) {
+  const Args& a = r.args;
+  JsonWriter j;
+  json_head(j, "asynctp bench", r);
+  j.field("device", a.device_or_default());
+  j.field("device_name", r.device_name);
+  j.field("world_size", a.world_size);
+  json_problem(j, a);
+  j.field("t_comm_rule", "T_comm = T_decomposed - T_gemm (derived)");
+  j.key("links");
+  j.open('[');
+  for (LinkChoice link : a.links) {
+    const std::string name = to_string(link);
+    const auto o = overlap(r, name);
+    j.open('{');
+    j.field("link", name);
+    j.field("link_gbps", when(link == LinkChoice::arrival, a.link_gbps_or_default()));
+    j.field("t_gemm_ms", median_of(r, name, std::nullopt).value_or(0));
+    j.field("t_comm_ms", o ? std::optional(o->t_comm_ms) : std::nullopt);
+    j.field("ideal_ms", o ? std::optional(o->ideal_ms()) : std::nullopt);
+    for (const Row& row : r.rows) {
+      if (row.link != name || row.algorithm) continue;
+      j.key("gemm");
+      json_bench_row(j, r, row);
+    }
+    j.key("algorithms");
+    j.open('[');
+    for (const Row& row : r.rows) {
+      if (row.link == name && row.algorithm) json_bench_row(j, r, row);
+    }
+    j.close();
+    j.close();
+  }
+  j.close();
+  j.field("check_ok", when(a.check, r.checks_ok()));
+  j.close();
+  return j.str();
+}
+
+}  // namespace
+
+bool Report::checks_ok() const {
+  return std::none_of(rows.begin(), rows.end(),
+                      [](const Row& row) { return row.check && !row.check->ok; });
+}
+
+std::string format_table(const Report& r) {
+  const bool bench = r.args.command == Command::bench;
+  const std::vector<Column>& columns = bench ? kBenchColumns : kRunColumns;
+  std::string out = (bench ? bench_header(r) : run_header(r)) + "#\n";
+  out += header_row(columns, &Column::title) + "   status\n";
+  out += header_row(columns, &Column::unit) + "\n";
+  for (const Row& row : r.rows) out += table_row(r, columns, row);
   out += "#\n";
-  out += planner_line(r);
-  out += footer(r);
+  if (bench) {
+    for (LinkChoice link : r.args.links) out += link_footer(r, link);
+    out +=
+        "# overlap eff. = (T_comm + T_gemm - T) / min(T_comm, T_gemm): 1 = perfect overlap, 0 "
+        "= none\n";
+  } else {
+    out += std::string("# planner (auto): ") +
+           (r.planner_algorithm ? to_string(*r.planner_algorithm) : "cannot run") + " \u2014 " +
+           r.planner_reason + "\n";
+  }
+  out += check_footer(r);
   if (r.trace_written) {
     out += "# trace written to " + *r.trace_written +
            " (open in https://ui.perfetto.dev or chrome://tracing)\n";
@@ -133,152 +426,8 @@ std::string format_table(const RunReport& r) {
   return out;
 }
 
-std::string format_json(const RunReport& r) {
-  const RunArgs& a = r.args;
-  JsonWriter j;
-  j.begin_object();
-  j.key("tool");
-  j.value("asynctp");
-  j.key("version");
-  j.value(ASYNCTP_VERSION);
-  j.key("command");
-  j.value(r.command_line);
-  j.key("backend");
-  j.value(r.backend);
-  j.key("world_size");
-  j.value(a.world_size);
-  j.key("backend_detail");
-  j.value(r.backend_description);
-  j.key("timing");
-  j.value(r.timing_rule);
-  // A GPU backend has no host GEMM workers: null rather than a made-up 0.
-  j.key("gemm_workers_per_rank");
-  if (r.workers_per_rank > 0)
-    j.value(r.workers_per_rank);
-  else
-    j.null();
-  if (r.backend != "cpu") {  // a GPU backend: cuda or hip
-    j.key("device");
-    j.value(a.device_or_default());
-    j.key("link");
-    j.value(to_string(gpu_link_for(a)));
-    j.key("link_gbps");
-    if (gpu_link_for(a) == LinkChoice::arrival)
-      j.value(a.link_gbps_or_default());
-    else
-      j.null();
-  }
-  j.key("M");
-  j.value(a.m_global);
-  j.key("m_per_rank");
-  j.value(a.m_per_rank());
-  j.key("N");
-  j.value(a.n);
-  j.key("K");
-  j.value(a.k);
-  j.key("dtype");
-  j.value(to_string(a.dtype));
-  j.key("b_layout");
-  j.value(layout_name(a));
-  j.key("iters");
-  j.value(a.iters);
-  j.key("warmup");
-  j.value(a.warmup);
-  j.key("seed");
-  j.value(static_cast<std::uint64_t>(a.seed));
-  j.key("check");
-  j.value(a.check);
-  j.key("tolerance");
-  if (a.check) {
-    j.value(core::error_tolerance(a.dtype));
-  } else {
-    j.null();
-  }
-  j.key("planner");
-  j.begin_object();
-  j.key("algorithm");
-  if (r.planner_algorithm)
-    j.value(to_string(*r.planner_algorithm));
-  else
-    j.null();
-  j.key("reason");
-  j.value(r.planner_reason);
-  j.end_object();
-
-  j.key("algorithms");
-  j.begin_array();
-  for (const AlgorithmResult& result : r.algorithms) {
-    j.begin_object();
-    j.key("name");
-    j.value(result.label);
-    j.key("algorithm");
-    j.value(to_string(result.algorithm));
-    j.key("available");
-    j.value(result.available);
-    if (!result.available) {
-      j.key("reason");
-      j.value(result.reason);
-    }
-    j.key("planner_choice");
-    j.value(result.planner_choice);
-    if (result.available && result.algorithm == Algorithm::native) {
-      j.key("tile_m");
-      j.value(result.tile_m);
-      j.key("tile_n");
-      j.value(result.tile_n);
-    }
-    j.key("median_ms");
-    if (result.available)
-      j.value(result.median_ms);
-    else
-      j.null();
-    j.key("iteration_ms");
-    j.begin_array(true);
-    for (double ms : result.iteration_ms) j.value(ms);
-    j.end_array();
-    j.key("tflops_per_rank");
-    if (result.available)
-      j.value(r.tflops_per_rank(result));
-    else
-      j.null();
-    j.key("speedup_vs_decomposed");
-    if (const auto speedup = r.speedup_vs_decomposed(result))
-      j.value(*speedup);
-    else
-      j.null();
-    // Infinite errors (non-finite outputs) print as null; check_ok still says false.
-    j.key("max_rel_error");
-    if (result.check)
-      j.value(result.check->max_rel_error);
-    else
-      j.null();
-    j.key("check_ok");
-    if (result.check)
-      j.value(result.check->ok);
-    else
-      j.null();
-    if (result.check && !result.check->failures.empty()) {
-      j.key("check_failures");
-      j.begin_array();
-      for (const std::string& failure : result.check->failures) j.value(failure);
-      j.end_array();
-    }
-    j.end_object();
-  }
-  j.end_array();
-
-  j.key("check_ok");
-  if (a.check)
-    j.value(r.checks_ok());
-  else
-    j.null();
-  j.key("trace_file");
-  if (r.trace_written)
-    j.value(*r.trace_written);
-  else
-    j.null();
-  j.end_object();
-  return j.str();
+std::string format_json(const Report& r) {
+  return r.args.command == Command::bench ? bench_json(r) : run_json(r);
 }
 
 }  // namespace asynctp::tool

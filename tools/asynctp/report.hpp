@@ -1,5 +1,7 @@
-// What `asynctp run` measured, and its two renderings: an nccl-tests style
-// table ('#' header, units in a second header row, footer) and one JSON object.
+// What `run` and `bench` measured, and its two renderings: an nccl-tests
+// style table ('#' header, units in a second header row, '#' footer) and one
+// JSON object. A row is an algorithm's calls, or in `bench` the library GEMM
+// baseline; `bench` groups its rows by the link they ran over.
 #pragma once
 
 #include <cstdint>
@@ -7,48 +9,59 @@
 #include <string>
 #include <vector>
 
+#include "args.hpp"
 #include "asynctp/options.hpp"
-#include "check.hpp"
-#include "cli_args.hpp"
 
 namespace asynctp::tool {
 
-struct AlgorithmResult {
-  std::string label;                            // "native", or "auto -> native" for --algo auto
-  Algorithm algorithm = Algorithm::decomposed;  // what ran (or would have)
-  bool available = true;
-  std::string reason;       // why not, when unavailable
-  std::int64_t tile_m = 0;  // native only
-  std::int64_t tile_n = 0;
-  std::vector<double> iteration_ms;  // per iteration: the slowest rank's call
-  double median_ms = 0;
-  bool planner_choice = false;
-  std::optional<CheckResult> check;  // set with --check
+// Where `run` ran, as its report says it.
+struct BackendInfo {
+  std::string name;               // "cpu", "cuda", "hip"
+  std::string detail;             // "4 GEMM workers per rank"
+  std::string timing_rule;        // how one time is made of an iteration's calls
+  int gemm_workers_per_rank = 0;  // 0 where the GPU runs the GEMMs
 };
 
-struct RunReport {
-  RunArgs args;
+// --check of one row, over the ranks this process holds.
+struct CheckResult {
+  bool ok = true;
+  double max_rel_error = 0;           // over ranks; infinite when some output is not finite
+  std::vector<std::string> failures;  // "rank 3: 12 C elements never written"
+};
+
+struct Row {
+  std::string link;                    // bench: the link it ran over; run: ""
+  std::string label;                   // "native", "auto -> native", "cublas"
+  std::optional<Algorithm> algorithm;  // nullopt: the library GEMM baseline (T_gemm)
+  bool available = true;
+  std::string reason;  // the planner's reason; why not, when unavailable
+  bool planner_choice = false;
+  std::int64_t tile_m = 0;  // native only
+  std::int64_t tile_n = 0;
+  std::vector<double> iteration_ms;
+  double median_ms = 0;
+  std::optional<CheckResult> check;  // with --check
+};
+
+struct Report {
+  Args args;  // as measured: the seed drawn, the launcher's world size
   std::string command_line;
-  std::string backend;
-  std::string backend_description;  // Backend::description(), for the header
-  std::string timing_rule;          // Backend::timing_rule()
-  int workers_per_rank = 0;         // 0 on GPU backends
-  // What a call with default options runs; nullopt when that call would fail
-  // (ASYNCTP_ALGO forcing an algorithm this problem cannot run): the reason
-  // then says why.
+  // run: the backend, and its link on a GPU.
+  BackendInfo backend;
+  LinkChoice link = LinkChoice::pcie;
+  // bench: the GPU's name.
+  std::string device_name;
+  // run: what a call with default options runs, or nullopt and why not
+  // (ASYNCTP_ALGO forcing what this problem cannot run).
   std::optional<Algorithm> planner_algorithm;
   std::string planner_reason;
-  std::vector<AlgorithmResult> algorithms;
+  std::vector<Row> rows;
   std::optional<std::string> trace_written;  // path, once the trace is on disk
 
-  // 2*M*N*K per rank per call over the median time.
-  double tflops_per_rank(const AlgorithmResult& result) const;
-  // Decomposed's median over this one's; nullopt without a decomposed row.
-  std::optional<double> speedup_vs_decomposed(const AlgorithmResult& result) const;
   bool checks_ok() const;
 };
 
-std::string format_table(const RunReport& report);
-std::string format_json(const RunReport& report);
+std::string format_table(const Report& report);
+std::string format_json(const Report& report);
 
 }  // namespace asynctp::tool

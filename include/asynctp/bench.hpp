@@ -1,0 +1,216 @@
+// Measuring asynctp calls as `asynctp run` and `asynctp bench` do: every
+// rank's calls timed by the rule of its group, the figures of an overlap
+// benchmark, and on GPUs device copies of host tensors, streams, timing
+// events and the library's own BLAS GEMM, the overlap benchmark's baseline.
+//
+// The overlap figures and the timing of a cpu::Group are built always; the
+// rest with the library's GPU backend and on its runtime: CUDA
+// (ASYNCTP_HAVE_CUDA_BACKEND) or, in a ROCm build, HIP
+// (ASYNCTP_HAVE_HIP_BACKEND). Needs no CUDA or HIP headers: a stream is a
+// cudaStream_t or hipStream_t passed as void*. GPU failures throw
+// Error(backend) naming what failed and the runtime's reason.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "asynctp/comm.hpp"
+#include "asynctp/cpu.hpp"
+#include "asynctp/loopback.hpp"
+#include "asynctp/tensor.hpp"
+#include "asynctp/verify.hpp"
+
+namespace asynctp::nccl {
+class LocalGroup;  // asynctp/nccl.hpp
+}  // namespace asynctp::nccl
+
+namespace asynctp::bench {
+
+// The figures of an overlap benchmark, from one problem's median times.
+// T_comm is derived, not measured: decomposed is the all-gather followed by
+// the GEMM with no overlap, so T_comm = T_decomposed - T_gemm. It may come
+// out <= 0 when the all-gather hides in the noise; the efficiency is then
+// undefined rather than a division by ~0.
+struct Overlap {
+  double t_comm_ms = 0;
+  double t_gemm_ms = 0;
+
+  static Overlap of(double t_decomposed_ms, double t_gemm_ms) noexcept {
+    return {t_decomposed_ms - t_gemm_ms, t_gemm_ms};
+  }
+  // max(T_comm, T_gemm): the time of perfect overlap.
+  double ideal_ms() const noexcept { return std::max(t_comm_ms, t_gemm_ms); }
+  // Of a call taking t: (T_comm + T_gemm - t) / min(T_comm, T_gemm), 1 =
+  // perfect overlap, 0 = none.
+  std::optional<double> efficiency(double t_ms) const noexcept {
+    if (t_comm_ms <= 0 || t_gemm_ms <= 0) return std::nullopt;
+    return (t_comm_ms + t_gemm_ms - t_ms) / std::min(t_comm_ms, t_gemm_ms);
+  }
+  // ideal / t: 1 = as fast as perfect overlap.
+  std::optional<double> ideal_over(double t_ms) const noexcept {
+    if (t_ms <= 0) return std::nullopt;
+    return ideal_ms() / t_ms;
+  }
+};
+
+// The median of `values` (0 for none): the one figure of every time asynctp
+// reports, robust to the odd slow iteration.
+inline double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  if (n == 0) return 0;
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// The runtime's name of GPU `device`, e.g. "NVIDIA H200".
+std::string device_name(int device);
+// Bytes of memory free on `device`, which becomes this thread's current GPU.
+std::size_t free_memory(int device);
+void set_device(int device);
+int current_device();
+
+// A non-blocking stream on the current GPU: it never waits for the legacy
+// default stream, so its work is ordered only after what it is given.
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  void* get() const noexcept { return stream_; }
+  // Blocks until the work enqueued so far has finished.
+  void synchronize() const;
+
+ private:
+  void* stream_ = nullptr;
+};
+
+// Memory on the current GPU for a device copy of a dense host tensor: the
+// same dtype, shape and strides. `what` names it in errors ("rank 3's C").
+class DeviceTensor {
+ public:
+  DeviceTensor(const TensorView& host, int device, std::string what);
+  ~DeviceTensor();
+  DeviceTensor(const DeviceTensor&) = delete;
+  DeviceTensor& operator=(const DeviceTensor&) = delete;
+  // The host view's shape over this memory, on Device{cuda or hip, device}.
+  const TensorView& view() const noexcept { return view_; }
+  // Copies of the whole tensor, ordered on `stream`; the caller synchronizes.
+  void upload(const TensorView& host, void* stream);
+  void download(const TensorView& host, void* stream) const;
+
+ private:
+  TensorView view_;
+  std::string what_;
+};
+
+// A timing event.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(void* stream);
+  // Blocks until the event has completed.
+  void synchronize() const;
+  // Milliseconds from `begin` to this event; both recorded and completed.
+  double ms_since(const Event& begin) const;
+
+ private:
+  void* event_ = nullptr;
+};
+
+// The GEMM that decomposed runs after its all-gather, alone: the library's
+// BLAS (cuBLAS: cublasGemmEx with fp32 accumulation) on the whole gathered
+// problem, the baseline T_gemm of an overlap benchmark. Made on the current
+// GPU with a stream of its own. The CUDA backend's only so far: on HIP the
+// constructor throws Error(unsupported).
+class GemmBaseline {
+ public:
+  // C = A @ B, A given as host row blocks stacked in order (the ranks'
+  // shards: the gathered A, with no host copy of it), each row-major with k
+  // columns, copied to the device; `device_b` (k x n, row- or column-major)
+  // stays the caller's; C (rows x n, row-major, A's dtype) is made here.
+  // Throws Error(invalid_argument) when the shapes or dtypes do not fit.
+  GemmBaseline(const std::vector<TensorView>& a_blocks, const TensorView& device_b);
+  ~GemmBaseline();
+  GemmBaseline(const GemmBaseline&) = delete;
+  GemmBaseline& operator=(const GemmBaseline&) = delete;
+  // One GEMM, waited for. `host_c` (rows x n, row-major) is copied in first,
+  // so that a poisoned one shows the elements the GEMM never writes, and
+  // receives C.
+  void run_once(const TensorView& host_c);
+  // `count` GEMMs back to back, waited for: the time of each, in ms.
+  std::vector<double> time(int count);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One rank of a verify::AllGatherMatmulProblem on the current GPU: device
+// copies of its tensors, the inputs uploaded when made, and a stream for
+// the rank's calls. `who` names the rank in errors ("rank 3's ").
+class DeviceRank {
+ public:
+  using Tensors = verify::AllGatherMatmulProblem::Rank;
+  DeviceRank(const Tensors& host, int device, const std::string& who);
+  // The call's arguments on the device.
+  Tensors views() const;
+  void* stream() const noexcept { return stream_.get(); }
+  // The host outputs (poisoned, say) onto the device, and back; waited for.
+  void upload_outputs();
+  void download_outputs();
+
+ private:
+  Tensors host_;
+  Stream stream_;
+  DeviceTensor a_shard_, b_, c_, a_gathered_;
+};
+
+// ---- Timed collective calls, every rank's, as `asynctp run` reports them.
+
+// Enqueues rank comm.rank()'s call of iteration `i` on that rank's stream
+// and returns without waiting.
+using RankCall = std::function<void(Comm& comm, int iteration)>;
+// Runs on rank 0's thread before its call of iteration `i`, with the time of
+// iteration i - 1 once known (for a progress display).
+using BeforeIteration = std::function<void(int iteration, std::optional<double> last_ms)>;
+
+// On a cpu::Group, `iterations` calls on every rank, each waited for
+// (asynctp::synchronize). Per iteration: the slowest rank's wall time, since
+// a call is done only when every rank has its C.
+std::vector<double> time_calls(cpu::Group& group, int iterations, const RankCall& call,
+                               const BeforeIteration& before = {});
+
+// `iterations` calls on every rank of a group made with serialize_ranks,
+// each waited for (asynctp::synchronize). Per iteration: the mean over ranks
+// of each rank's own call span (LoopbackGroup::last_call_ms). Serialized,
+// each call runs as if its rank had the GPU alone, so the spans are what W
+// ranks on W GPUs would each take, without the gaps between one virtual
+// rank's call and the next that a real rank never waits through.
+std::vector<double> time_calls(loopback::LoopbackGroup& group, int iterations, const RankCall& call,
+                               const BeforeIteration& before = {});
+
+// The same on the ranks of a local NCCL group, rank r's calls ordered on
+// streams[r]. Per iteration: the slowest rank's event span. From the second
+// iteration on, each rank's device work is held until every rank has
+// enqueued, so the ranks start together and host enqueue time stays out of
+// the figure (not the first: it may allocate, and a free would wait for the
+// hold). Built with the NCCL transport (ASYNCTP_HAVE_NCCL_BACKEND).
+std::vector<double> time_calls(nccl::LocalGroup& group, const std::vector<void*>& streams,
+                               int iterations, const RankCall& call,
+                               const BeforeIteration& before = {});
+
+// One rank's calls on `stream` (this process's rank of a launched job): the
+// event span of each.
+std::vector<double> time_calls(Comm& comm, void* stream, int iterations, const RankCall& call,
+                               const BeforeIteration& before = {});
+
+}  // namespace asynctp::bench

@@ -1,0 +1,354 @@
+// The parser of `run` and `bench`, and every flag of each as data: its
+// value's rule (a strict parser that names the flag, the rule and what was
+// given) and its --help text.
+#include "args.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <utility>
+
+namespace asynctp::tool {
+
+void fail(const std::string& flag, const std::string& rule) {
+  throw UsageError(flag + ": " + rule);
+}
+
+// Each rule throws a UsageError naming the flag, the rule and what was given.
+struct FlagValue {
+  const std::string& flag;
+  const std::string& text;
+
+  // The whole text as a decimal T, or nullopt: no blanks; a leading '+', as
+  // the C library allows one.
+  template <typename T>
+  std::optional<T> number() const {
+    const char* begin = text.data() + (text.size() > 1 && text[0] == '+' && text[1] != '-');
+    const char* end = text.data() + text.size();
+    T value{};
+    const auto [stop, error] = std::from_chars(begin, end, value);
+    if (text.empty() || error != std::errc() || stop != end) return std::nullopt;
+    return value;
+  }
+
+  [[noreturn]] void reject(const std::string& rule) const {
+    fail(flag, rule + ", got '" + text + "'");
+  }
+  std::int64_t integer(std::int64_t lo, std::int64_t hi, const std::string& rule) const {
+    const std::optional<std::int64_t> value = number<std::int64_t>();
+    if (!value || *value < lo || *value > hi) reject(rule);
+    return *value;
+  }
+  std::int64_t positive(std::int64_t hi) const {
+    return integer(1, hi, "must be a positive integer (at most " + std::to_string(hi) + ")");
+  }
+  double positive_real(double hi) const {
+    const std::optional<double> value = number<double>();
+    // `!(value > 0)` also rejects NaN.
+    if (!value || !std::isfinite(*value) || !(*value > 0) || *value > hi) {
+      char bound[32];
+      std::snprintf(bound, sizeof bound, "%g", hi);
+      reject(std::string("must be a number > 0 (at most ") + bound + ")");
+    }
+    return *value;
+  }
+  std::uint64_t seed() const {
+    const auto value = text.starts_with('+') ? std::nullopt : number<std::uint64_t>();
+    if (!value) reject("must be a non-negative integer below 2^64");
+    return *value;
+  }
+  // One of the named choices; the rule lists them ("a, b or c").
+  template <typename T>
+  T one_of(std::initializer_list<std::pair<const char*, T>> choices) const {
+    std::string names;
+    std::size_t i = 0;
+    for (const auto& [name, value] : choices) {
+      if (text == name) return value;
+      names += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(name);
+      ++i;
+    }
+    reject("must be " + names);
+  }
+};
+
+namespace {
+
+// The CLI's own bounds: each rank is a thread with its own pool of GEMM
+// workers (or a virtual rank on one GPU), so absurd counts would exhaust the
+// machine before the library could say anything useful.
+constexpr std::int64_t kMaxWorldSize = 1024;
+constexpr std::int64_t kMaxWorkers = 256;
+constexpr std::int64_t kMaxIters = 1'000'000;
+constexpr std::int64_t kMaxDim = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t kMaxDevice = 1023;
+constexpr double kMaxLinkGbps = 1e6;
+
+void set_backend(Args& a, const FlagValue& v) {
+  a.backend = v.one_of<BackendChoice>({{"auto", BackendChoice::automatic},
+                                       {"cpu", BackendChoice::cpu},
+                                       {"cuda", BackendChoice::cuda},
+                                       {"hip", BackendChoice::hip}});
+}
+void set_world_size(Args& a, const FlagValue& v) {
+  a.world_size = static_cast<int>(v.positive(kMaxWorldSize));
+  a.world_size_given = true;
+}
+void set_m(Args& a, const FlagValue& v) { a.m_global = v.positive(kMaxDim); }
+void set_n(Args& a, const FlagValue& v) { a.n = v.positive(kMaxDim); }
+void set_k(Args& a, const FlagValue& v) { a.k = v.positive(kMaxDim); }
+void set_algo(Args& a, const FlagValue& v) {
+  a.algo = v.one_of<AlgoChoice>({{"all", AlgoChoice::all},
+                                 {"auto", AlgoChoice::automatic},
+                                 {"native", AlgoChoice::native},
+                                 {"pipelined", AlgoChoice::pipelined},
+                                 {"decomposed", AlgoChoice::decomposed}});
+}
+void set_dtype(Args& a, const FlagValue& v) {
+  a.dtype = v.one_of<DType>({{"bf16", DType::bf16}, {"fp16", DType::fp16}, {"fp32", DType::fp32}});
+}
+void set_b_layout(Args& a, const FlagValue& v) {
+  a.b_col_major = v.one_of<bool>({{"row", false}, {"col", true}});
+}
+void set_iters(Args& a, const FlagValue& v) { a.iters = static_cast<int>(v.positive(kMaxIters)); }
+void set_warmup(Args& a, const FlagValue& v) {
+  a.warmup = static_cast<int>(v.integer(
+      0, kMaxIters, "must be a non-negative integer (at most " + std::to_string(kMaxIters) + ")"));
+}
+void set_trace(Args& a, const FlagValue& v) {
+  if (v.text.empty()) fail(v.flag, "needs a file name");
+  a.trace_path = v.text;
+}
+void set_seed(Args& a, const FlagValue& v) {
+  a.seed = v.seed();
+  a.seed_given = true;
+}
+void set_workers(Args& a, const FlagValue& v) {
+  a.workers = static_cast<int>(
+      v.integer(0, kMaxWorkers,
+                "must be an integer in [0, " + std::to_string(kMaxWorkers) + "] (0 = automatic)"));
+  a.workers_given = true;
+}
+void set_timeout(Args& a, const FlagValue& v) {
+  a.timeout_ms = v.positive(std::numeric_limits<std::int64_t>::max() / 1000);
+}
+void set_link(Args& a, const FlagValue& v) {
+  a.links = {v.one_of<LinkChoice>(
+      {{"pcie", LinkChoice::pcie}, {"arrival", LinkChoice::arrival}, {"nccl", LinkChoice::nccl}})};
+}
+void set_links(Args& a, const FlagValue& v) {
+  using Links = std::vector<LinkChoice>;
+  a.links = v.one_of<Links>({{"pcie", Links{LinkChoice::pcie}},
+                             {"arrival", Links{LinkChoice::arrival}},
+                             {"both", Links{LinkChoice::pcie, LinkChoice::arrival}},
+                             {"nccl", Links{LinkChoice::nccl}}});
+}
+void set_link_gbps(Args& a, const FlagValue& v) { a.link_gbps = v.positive_real(kMaxLinkGbps); }
+void set_device(Args& a, const FlagValue& v) {
+  a.device = static_cast<int>(v.integer(
+      0, kMaxDevice, "must be a GPU device ordinal in [0, " + std::to_string(kMaxDevice) + "]"));
+}
+void set_check(Args& a, const FlagValue&) { a.check = true; }
+void set_json(Args& a, const FlagValue&) { a.json = true; }
+void set_help(Args& a, const FlagValue&) { a.help = true; }
+
+const Flag kJson{"--json", nullptr, nullptr, set_json,
+                 "print one JSON object on stdout instead of the table"};
+const Flag kBLayout{"--b-layout", nullptr, "L", set_b_layout,
+                    "row|col: B row- or column-major (default row)"};
+const Flag kTimeout{"--timeout-ms", nullptr, "T", set_timeout,
+                    "bound on every cross-rank wait in ms (default:\n"
+                    "ASYNCTP_WAIT_TIMEOUT_MS, else 60000)"};
+const Flag kHelp{"--help", "-h", nullptr, set_help, "this text"};
+
+const std::vector<Flag> kRunFlags = {
+    {"--backend", nullptr, "B", set_backend,
+     "auto|cpu|cuda|hip: where the ranks run (default auto =\n"
+     "this binary's GPU backend, cuda or in a ROCm build\n"
+     "hip, when --device is a\n"
+     "usable GPU, else cpu; the header and JSON say which ran).\n"
+     "cpu: W ranks as threads of this process, on host memory.\n"
+     "cuda: W virtual ranks on one GPU (a loopback group), on\n"
+     "device memory; an error when not built in or no usable\n"
+     "GPU is present. native on cuda needs bf16 and sm_90;\n"
+     "hip: the same on an AMD GPU (never run so far; native\n"
+     "needs gfx942/gfx950, pipelined/decomposed hipBLAS);\n"
+     "pipelined and decomposed take bf16, fp16 and fp32."},
+    {"--world-size", nullptr, "W", set_world_size, "number of ranks (default 8)"},
+    {"-m", nullptr, "M", set_m,
+     "GLOBAL rows of the gathered A and of C; must be divisible\n"
+     "by W; each rank's shard has m = M / W rows (default 8192)"},
+    {"-n", nullptr, "N", set_n, "columns of B and C (default 2048)"},
+    {"-k", nullptr, "K", set_k, "columns of A, rows of B (default 2048)"},
+    {"--algo", nullptr, "A", set_algo,
+     "all|auto|native|pipelined|decomposed (default all = native,\n"
+     "pipelined and decomposed); a single algorithm is measured\n"
+     "with decomposed as the baseline; auto runs the planner's\n"
+     "pick. An algorithm that cannot run this problem shows as\n"
+     "unavailable; asked for alone, it is an error."},
+    {"--dtype", nullptr, "D", set_dtype,
+     "bf16|fp16|fp32 storage of A, B, C (default bf16; fp32\n"
+     "accumulation always)"},
+    kBLayout,
+    {"--iters", nullptr, "N", set_iters, "timed iterations per algorithm (default 5)"},
+    {"--warmup", nullptr, "N", set_warmup, "untimed iterations first (default 1)"},
+    {"--check", nullptr, nullptr, set_check,
+     "before timing, run each algorithm once on poisoned outputs\n"
+     "and compare every rank's C with a float64 reference\n"
+     "(every element written, relative Frobenius error within\n"
+     "the dtype's tolerance) and its gathered A bit for bit\n"
+     "with the shards (cuda: both copied back to the host);\n"
+     "failing exits 1"},
+    kJson,
+    {"--trace", nullptr, "FILE", set_trace,
+     "after timing, run one more call of each algorithm with\n"
+     "tracing and write a Chrome trace (Perfetto,\n"
+     "chrome://tracing) of the spans the backend records (cpu:\n"
+     "producer and GEMM worker threads; cuda: each rank's\n"
+     "host-side check and enqueue of the call, not the device\n"
+     "work, which runs after it returns)"},
+    {"--seed", nullptr, "S", set_seed,
+     "seed of the random inputs (default: from the clock; always\n"
+     "printed so a run can be repeated)"},
+    {"--workers", nullptr, "P", set_workers,
+     "cpu backend only: GEMM workers per rank (default 0 =\n"
+     "automatic)"},
+    kTimeout,
+    {"--link", nullptr, "L", set_link,
+     "GPU backend only: pcie|arrival|nccl, how peer shards\n"
+     "reach a rank (default nccl with W > 1 and W GPUs, else\n"
+     "pcie; see Links below)"},
+    {"--link-gbps", nullptr, "X", set_link_gbps,
+     "GPU backend and --link arrival only: the modelled\n"
+     "link's bandwidth into each rank in GB/s, a number > 0\n"
+     "(default 400)"},
+    {"--device", nullptr, "N", set_device, "GPU backend only: the GPU device ordinal (default 0)"},
+    kHelp,
+};
+
+const std::vector<Flag> kBenchFlags = {
+    {"--link", nullptr, "L", set_links,
+     "pcie|arrival|both|nccl: the links to measure, in turn\n"
+     "(default both; nccl: W GPUs; see Links below)"},
+    {"--link-gbps", nullptr, "X", set_link_gbps,
+     "the arrival link's bandwidth into each rank in GB/s, a\n"
+     "number > 0 (default 400); needs arrival in --link"},
+    {"--world-size", nullptr, "W", set_world_size, "number of virtual ranks (default 8)"},
+    {"-m", nullptr, "M", set_m,
+     "GLOBAL rows of the gathered A and of C; must be divisible\n"
+     "by W; each rank's shard has M / W rows (default 8192)"},
+    {"-n", nullptr, "N", set_n, "columns of B and C (default 8192)"},
+    {"-k", nullptr, "K", set_k, "columns of A, rows of B (default 8192)"},
+    kBLayout,
+    {"--iters", nullptr, "N", set_iters, "timed iterations per measurement (default 20)"},
+    {"--warmup", nullptr, "N", set_warmup, "untimed iterations first (default 3)"},
+    {"--device", nullptr, "N", set_device, "the CUDA device ordinal (default 0)"},
+    {"--check", nullptr, nullptr, set_check,
+     "before timing, run each algorithm (and the cuBLAS GEMM)\n"
+     "once on poisoned outputs and compare with a float64\n"
+     "reference (relative Frobenius error, every element\n"
+     "written, gathered A bitwise); failing exits 1"},
+    kJson,
+    {"--seed", nullptr, "S", set_seed,
+     "seed of the random inputs (default: from the clock;\n"
+     "always printed)"},
+    kTimeout,
+    kHelp,
+};
+
+// The single-GPU benchmark measures bf16 on the CUDA backend, at a size
+// where the overlap shows, over more iterations than a quick `run`.
+Args defaults_of(Command command) {
+  Args args;
+  args.command = command;
+  if (command == Command::bench) {
+    args.backend = BackendChoice::cuda;
+    args.n = args.k = 8192;
+    args.iters = 20;
+    args.warmup = 3;
+    args.links = {LinkChoice::pcie, LinkChoice::arrival};
+  }
+  return args;
+}
+
+const Flag* find_flag(Command command, const std::string& word) {
+  for (const Flag& flag : flags_of(command)) {
+    if (word == flag.name || (flag.alias != nullptr && word == flag.alias)) return &flag;
+  }
+  return nullptr;
+}
+
+// Rules between flags, checked once all are read. Whether a GPU backend
+// exists here is not known yet (auto decides at run time): only an explicit
+// --backend cpu is judged now.
+void check_combinations(const Args& a) {
+  if (a.m_global % a.world_size != 0) {
+    fail("-m", "must be divisible by --world-size (" + std::to_string(a.world_size) + "), got " +
+                   std::to_string(a.m_global));
+  }
+  if (a.backend == BackendChoice::cpu) {
+    if (const auto flag = a.first_gpu_only_flag()) {
+      fail(*flag, "only with a GPU backend (--backend cuda, hip or auto), not with --backend cpu");
+    }
+  }
+  if ((a.backend == BackendChoice::cuda || a.backend == BackendChoice::hip) && a.workers_given) {
+    fail("--workers", "only with the cpu backend (a GPU backend's GEMMs run on the GPU)");
+  }
+  const bool arrival = std::count(a.links.begin(), a.links.end(), LinkChoice::arrival) > 0;
+  if (a.link_gbps && !arrival) {
+    fail("--link-gbps", std::string("only with --link arrival") +
+                            (a.command == Command::bench ? " or both" : "") +
+                            " (the pcie link moves data at the bus's own speed)");
+  }
+}
+
+}  // namespace
+
+const std::vector<Flag>& flags_of(Command command) {
+  return command == Command::run ? kRunFlags : kBenchFlags;
+}
+
+const char* to_string(Command command) noexcept {
+  return command == Command::run ? "run" : "bench";
+}
+
+const char* to_string(LinkChoice link) noexcept {
+  constexpr const char* kNames[] = {"pcie", "arrival", "nccl"};  // in LinkChoice's order
+  return kNames[static_cast<int>(link)];
+}
+
+std::optional<std::string> Args::first_gpu_only_flag() const {
+  if (!links.empty()) return "--link";
+  if (link_gbps) return "--link-gbps";
+  if (device) return "--device";
+  return std::nullopt;
+}
+
+Args parse_args(Command command, const std::vector<std::string>& words) {
+  Args args = defaults_of(command);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    std::string name = words[i];
+    std::optional<std::string> value;
+    // --name=value is accepted for long flags; short ones take a separate word.
+    if (const auto eq = name.find('='); name.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    const Flag* flag = find_flag(command, name);
+    if (flag == nullptr) throw UsageError("unknown flag '" + name + "'");
+    if (flag->metavar == nullptr && value) fail(name, "takes no value, got '" + *value + "'");
+    if (flag->metavar != nullptr && !value) {
+      if (i + 1 >= words.size()) fail(name, "missing value");
+      value = words[++i];
+    }
+    const std::string text = value.value_or("");
+    flag->apply(args, FlagValue{name, text});
+  }
+  if (!args.help) check_combinations(args);
+  return args;
+}
+
+}  // namespace asynctp::tool
