@@ -88,6 +88,19 @@ inline Status device_name(int device, std::string* name) {
   if (s == kSuccess) *name = props.name;
   return s;
 }
+// The device's 16-byte UUID (two ranks on one GPU are told apart by it).
+inline Status device_uuid(int device, unsigned char uuid[16]) {
+#if defined(ASYNCTP_GPU_HIP)
+  hipDeviceProp_t props{};
+#else
+  cudaDeviceProp props{};
+#endif
+  const Status s = ASYNCTP_RT(GetDeviceProperties)(&props, device);
+  if (s == kSuccess) {
+    for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(props.uuid.bytes[i]);
+  }
+  return s;
+}
 inline Status device_malloc(void** p, std::size_t bytes) { return ASYNCTP_RT(Malloc)(p, bytes); }
 inline Status device_free(void* p) { return ASYNCTP_RT(Free)(p); }
 inline Status device_memset(void* p, int value, std::size_t bytes) {

@@ -16,17 +16,18 @@
 #include "bootstrap/tcp_rendezvous.hpp"
 #include "core/log.hpp"
 #include "core/rank_threads.hpp"
-#include "cuda/cuda_check.hpp"
 #include "cuda/nccl/environment_comm.hpp"
 #include "cuda/nccl/nccl_check.hpp"
 #include "cuda/nccl/nccl_comm.hpp"
+#include "gpu/check.hpp"
 #include "gpu/rank_backend.hpp"
+#include "gpu/runtime.hpp"
 #include "gpu/runtime_backend.hpp"
 
 namespace asynctp::nccl {
 namespace {
 
-using cuda::check_cuda;
+namespace rt = gpu::rt;
 
 [[noreturn]] void fail(const std::string& argument, const std::string& rule) {
   throw Error(ErrorCode::invalid_argument, argument + ": " + rule);
@@ -34,23 +35,23 @@ using cuda::check_cuda;
 
 int device_count_or_throw() {
   int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    throw Error(ErrorCode::backend, std::string("nccl: no usable CUDA driver or device "
-                                                "(cudaGetDeviceCount: ") +
-                                        cudaGetErrorName(e) + ")");
+  const rt::Status e = rt::device_count(&count);
+  if (e != rt::kSuccess) {
+    rt::clear_last_error();
+    throw Error(ErrorCode::backend, std::string("nccl: no usable ") + rt::kName +
+                                        " driver or device (device count: " + rt::error_name(e) +
+                                        ")");
   }
   return count;
 }
 
 std::string gpu_uuid(int device) {
-  cudaDeviceProp props{};
-  check_cuda(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
+  unsigned char uuid[16] = {};
+  gpu::check(rt::device_uuid(device, uuid), "device properties (UUID)");
   std::string text = "GPU-";
   char byte[3];
   for (int i = 0; i < 16; ++i) {
-    std::snprintf(byte, sizeof byte, "%02x", static_cast<unsigned char>(props.uuid.bytes[i]));
+    std::snprintf(byte, sizeof byte, "%02x", uuid[i]);
     text += byte;
   }
   return text;
@@ -107,8 +108,8 @@ std::map<std::string, std::string> parse_record(const std::string& record) {
 
 std::string unavailable_reason(int world_size) {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
+  if (rt::device_count(&count) != rt::kSuccess) {
+    rt::clear_last_error();
     return gpu::runtime_unavailable_reason(0);  // names the driver's error
   }
   if (count < world_size) {
@@ -152,7 +153,7 @@ std::unique_ptr<Comm> comm_from_launch_info(const bootstrap::LaunchInfo& launch,
     device = choice.device;
     if (!choice.note.empty()) core::log(core::LogLevel::info, info->rank, choice.note);
   }
-  check_cuda(cudaSetDevice(device), "cudaSetDevice(the rank's GPU)");
+  gpu::check(rt::set_device(device), "set device (the rank's GPU)");
 
   ncclUniqueId id{};
   if (info->rank == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -231,7 +232,7 @@ LocalGroup::LocalGroup(int world_size, std::vector<int> devices) {
   try {
     // Collective constructors: one thread per rank.
     core::run_on_rank_threads(world_size, [&](int r) {
-      check_cuda(cudaSetDevice(devices[static_cast<std::size_t>(r)]), "cudaSetDevice");
+      gpu::check(rt::set_device(devices[static_cast<std::size_t>(r)]), "set device (rank's GPU)");
       state->comms[static_cast<std::size_t>(r)] =
           std::make_unique<NcclComm>(raw[static_cast<std::size_t>(r)], /*owns_comm=*/true);
     });
@@ -248,7 +249,7 @@ LocalGroup::~LocalGroup() {
   if (!state_) return;
   // Finalizing is collective too: destroy the ranks from their own threads.
   core::run_on_rank_threads(world_size(), [&](int r) {
-    (void)cudaSetDevice(state_->devices[static_cast<std::size_t>(r)]);
+    (void)rt::set_device(state_->devices[static_cast<std::size_t>(r)]);
     state_->comms[static_cast<std::size_t>(r)].reset();
   });
 }
@@ -273,7 +274,8 @@ int LocalGroup::device(int rank) const {
 
 void LocalGroup::run(const std::function<void(Comm&)>& body) {
   core::run_on_rank_threads(world_size(), [&](int r) {
-    check_cuda(cudaSetDevice(state_->devices[static_cast<std::size_t>(r)]), "cudaSetDevice");
+    gpu::check(rt::set_device(state_->devices[static_cast<std::size_t>(r)]),
+               "set device (rank's GPU)");
     body(*state_->comms[static_cast<std::size_t>(r)]);
   });
 }
