@@ -37,6 +37,12 @@ struct CallRecord {
 // rank's K-slice) and B's layout are each rank's own business.
 std::string find_disagreement(const std::vector<CallRecord>& records);
 
+// Marks `mine` failed with `error`, the local failure this rank found while
+// getting ready to publish: the record still goes out, so that the peers
+// learn of it instead of waiting. Call it while handling the exception.
+void record_local_failure(CallRecord& mine, std::exception_ptr& local_error,
+                          const std::string& error);
+
 // The agreement step as every in-process group runs it, once `records[rank]`
 // is published: meet the others at the barrier, then read every record. On a
 // disagreement, meet once more (nobody may publish the next call's record
@@ -45,5 +51,10 @@ std::string find_disagreement(const std::vector<CallRecord>& records);
 // disagreement. Otherwise log the plan (ASYNCTP_DEBUG=INFO) and return.
 void agree_or_throw(BoundedBarrier& barrier, const std::vector<CallRecord>& records, int rank,
                     std::int64_t timeout_ms, const std::exception_ptr& local_error);
+
+// Publishes `mine` as records[rank], then agree_or_throw.
+void publish_and_agree(BoundedBarrier& barrier, std::vector<CallRecord>& records,
+                       const CallRecord& mine, int rank, std::int64_t timeout_ms,
+                       const std::exception_ptr& local_error);
 
 }  // namespace asynctp::core

@@ -57,13 +57,10 @@ void CpuComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
     try {
       group_.inboxes[static_cast<std::size_t>(rank_)]->reserve(checked.problem);
     } catch (const Error& e) {
-      local_error = std::current_exception();
-      mine.ok = false;
-      mine.error = e.what();
+      core::record_local_failure(mine, local_error, e.what());
     }
   }
-  group_.records[static_cast<std::size_t>(rank_)] = mine;
-  core::agree_or_throw(group_.barrier, group_.records, rank_, timeout_ms, local_error);
+  core::publish_and_agree(group_.barrier, group_.records, mine, rank_, timeout_ms, local_error);
 }
 
 std::uint32_t CpuComm::execute(const call::OpCall& call, const call::CheckedCall& checked,

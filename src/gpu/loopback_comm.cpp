@@ -93,13 +93,10 @@ void LoopbackComm::agree(core::CallRecord& mine, std::exception_ptr& local_error
                  "event record (shard ready)");
       mine_events.shard_ready_recorded = true;
     } catch (const Error& e) {
-      local_error = std::current_exception();
-      mine.ok = false;
-      mine.error = e.what();
+      core::record_local_failure(mine, local_error, e.what());
     }
   }
-  group_.records[static_cast<std::size_t>(rank_)] = mine;
-  core::agree_or_throw(group_.barrier, group_.records, rank_, timeout_ms, local_error);
+  core::publish_and_agree(group_.barrier, group_.records, mine, rank_, timeout_ms, local_error);
 }
 
 std::uint32_t LoopbackComm::execute(const call::OpCall& call, const call::CheckedCall& checked,

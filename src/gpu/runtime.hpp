@@ -78,23 +78,20 @@ inline Status device_synchronize() { return ASYNCTP_RT(DeviceSynchronize)(); }
 inline Status mem_get_info(std::size_t* free, std::size_t* total) {
   return ASYNCTP_RT(MemGetInfo)(free, total);
 }
-inline Status device_name(int device, std::string* name) {
 #if defined(ASYNCTP_GPU_HIP)
-  hipDeviceProp_t props{};
+using DeviceProperties = hipDeviceProp_t;
 #else
-  cudaDeviceProp props{};
+using DeviceProperties = cudaDeviceProp;
 #endif
+inline Status device_name(int device, std::string* name) {
+  DeviceProperties props{};
   const Status s = ASYNCTP_RT(GetDeviceProperties)(&props, device);
   if (s == kSuccess) *name = props.name;
   return s;
 }
 // The device's 16-byte UUID (two ranks on one GPU are told apart by it).
 inline Status device_uuid(int device, unsigned char uuid[16]) {
-#if defined(ASYNCTP_GPU_HIP)
-  hipDeviceProp_t props{};
-#else
-  cudaDeviceProp props{};
-#endif
+  DeviceProperties props{};
   const Status s = ASYNCTP_RT(GetDeviceProperties)(&props, device);
   if (s == kSuccess) {
     for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(props.uuid.bytes[i]);

@@ -1,6 +1,7 @@
 #include <nccl_device.h>
 
 #include "cuda/nccl/device_kernels.hpp"
+#include "cuda/nccl/system_scope.cuh"
 
 namespace asynctp::nccl {
 namespace {
@@ -9,22 +10,6 @@ __global__ void peer_pointers_kernel(ncclWindow_t window, int world, void** out)
   for (int p = static_cast<int>(threadIdx.x); p < world; p += static_cast<int>(blockDim.x)) {
     out[p] = ncclGetPeerPointer(window, 0, p);
   }
-}
-
-__device__ __forceinline__ std::uint32_t load_acquire_sys(const std::uint32_t* p) {
-  std::uint32_t v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ void store_release_sys(std::uint32_t* p, std::uint32_t v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ std::uint64_t globaltimer_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
 }
 
 __global__ void barrier_kernel(BarrierArgs args) {

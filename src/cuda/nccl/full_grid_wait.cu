@@ -1,23 +1,8 @@
 #include "cuda/nccl/full_grid_wait.hpp"
+#include "cuda/nccl/system_scope.cuh"
 
 namespace asynctp::nccl {
 namespace {
-
-__device__ __forceinline__ std::uint32_t load_acquire_sys(const std::uint32_t* p) {
-  std::uint32_t v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ void store_release_sys(std::uint32_t* p, std::uint32_t v) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ std::uint64_t globaltimer_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // 8 blocks of 256 threads per SM take every thread slot of an sm_80/sm_90
 // SM (2048); the bound keeps registers at 32 per thread so that they fit.

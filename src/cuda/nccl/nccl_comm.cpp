@@ -261,9 +261,8 @@ void NcclComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
       try {
         synchronize();
       } catch (const Error& e) {
-        local_error = std::current_exception();
-        mine.ok = false;
-        mine.error = std::string("an earlier call failed: ") + e.what();
+        core::record_local_failure(mine, local_error,
+                                   std::string("an earlier call failed: ") + e.what());
         check_usable();  // a broken communicator cannot take part in an agreement
       }
     }
