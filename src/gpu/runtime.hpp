@@ -91,10 +91,17 @@ inline Status device_name(int device, std::string* name) {
 }
 // The device's 16-byte UUID (two ranks on one GPU are told apart by it).
 inline Status device_uuid(int device, unsigned char uuid[16]) {
+#if defined(ASYNCTP_GPU_HIP)
+  hipUUID id{};
+  const Status s = hipDeviceGetUuid(&id, device);
+  const char* bytes = id.bytes;
+#else
   DeviceProperties props{};
-  const Status s = ASYNCTP_RT(GetDeviceProperties)(&props, device);
+  const Status s = cudaGetDeviceProperties(&props, device);
+  const char* bytes = props.uuid.bytes;
+#endif
   if (s == kSuccess) {
-    for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(props.uuid.bytes[i]);
+    for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(bytes[i]);
   }
   return s;
 }
