@@ -1,5 +1,6 @@
 #include "cuda/nccl/nccl_comm.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -13,6 +14,7 @@
 #include "core/signals.hpp"
 #include "cuda/nccl/agreement_wire.hpp"
 #include "cuda/nccl/enqueue_nccl_call.hpp"
+#include "cuda/nccl/enqueue_nccl_reduce_scatter.hpp"
 #include "cuda/nccl/nccl_check.hpp"
 #include "gpu/check.hpp"
 #include "gpu/runtime_backend.hpp"
@@ -134,10 +136,15 @@ call::CheckedCall NcclComm::check(const call::OpCall& call, const Options& optio
   site.world_size = world_;
   site.rank = rank_;
   site.no_peer_access = no_peer_access_;
+  if (call.op == core::OpKind::matmul_reduce_scatter) {
+    site.no_pipelined = kNcclReduceScatterDecomposedOnly;
+  }
   return gpu::check_call(site, *backend_, call, options);
 }
 
 std::size_t NcclComm::workspace_bytes(const call::CheckedCall& checked) const {
+  // The reduce-scatter (decomposed only) needs no symmetric memory.
+  if (checked.problem.op == core::OpKind::matmul_reduce_scatter) return 0;
   if (!pulls_from_peers(checked.plan.algorithm)) return 0;
   const core::ProblemDesc& p = checked.problem;
   return static_cast<std::size_t>(p.gathered_rows() * p.k) * element_size(p.dtype);
@@ -306,6 +313,9 @@ void NcclComm::grow_workspace(std::size_t gathered_bytes, rt::StreamHandle strea
 
 std::uint32_t NcclComm::execute(const call::OpCall& call, const call::CheckedCall& checked,
                                 const Options& options) {
+  if (call.op == core::OpKind::matmul_reduce_scatter) {
+    return execute_reduce_scatter(call, checked, options);
+  }
   const auto stream = static_cast<rt::StreamHandle>(options.stream);
   const std::int64_t timeout_ms = checked.resolved.wait_timeout_ms;
   const TensorView* a_gathered_out = call.a_gathered_out;
@@ -397,6 +407,45 @@ std::uint32_t NcclComm::execute(const call::OpCall& call, const call::CheckedCal
   pending_timeout_ms_ = timeout_ms;
   pending_epoch_ = spec.epoch;
   pending_pieces_ = spec.pieces;
+  return epoch_;
+}
+
+std::uint32_t NcclComm::execute_reduce_scatter(const call::OpCall& call,
+                                               const call::CheckedCall& checked,
+                                               const Options& options) {
+  NcclReduceScatterCall rs;
+  rs.problem = checked.problem;
+  rs.a = call.a;
+  rs.b = call.b;
+  rs.out = call.out;
+  rs.stream = static_cast<rt::StreamHandle>(options.stream);
+  rs.capturing = checked.capturing;
+  const std::size_t bytes = std::max<std::size_t>(
+      static_cast<std::size_t>(rs.problem.gathered_rows() * rs.problem.n) *
+          element_size(rs.problem.dtype),
+      1);
+  if (checked.capturing &&
+      (res_->partial.size() < bytes || !gpu::gemm_ready(*backend_, checked.plan.algorithm))) {
+    gpu::fail_argument("options.stream",
+                       "is capturing a graph, but this call would first have to allocate its "
+                       "partial product or library GEMM handle; make the same call once "
+                       "uncaptured first");
+  }
+  rs.partial = res_->partial.ensure(bytes, "device allocation (reduce-scatter partial)");
+  epoch_ = core::next_epoch(epoch_);
+  try {
+    enqueue_nccl_reduce_scatter(rs, comm_, *res_, *backend_);
+  } catch (const Error& e) {
+    abort_communicator(std::string("enqueue failed: ") + e.what());
+    throw;
+  }
+  if (!checked.capturing) {
+    gpu::check(rt::event_record(res_->call_done.get(), rs.stream), "event record (call done)");
+    pending_ = true;
+  }
+  pending_timeout_ms_ = checked.resolved.wait_timeout_ms;
+  pending_epoch_ = epoch_;
+  pending_pieces_ = 1;
   return epoch_;
 }
 

@@ -73,6 +73,9 @@ class NcclComm final : public call::Transport {
   // Bytes of the gathered A a call needs in the symmetric workspace; 0 when
   // its algorithm does not pull from peers (decomposed).
   std::size_t workspace_bytes(const call::CheckedCall& checked) const;
+  // fused_matmul_reduce_scatter (decomposed: enqueue_nccl_reduce_scatter.hpp).
+  std::uint32_t execute_reduce_scatter(const call::OpCall& call, const call::CheckedCall& checked,
+                                       const Options& options);
 
   ncclComm_t comm_;
   bool owns_comm_;
