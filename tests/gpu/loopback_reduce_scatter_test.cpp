@@ -20,7 +20,9 @@
 //       serialize_ranks with Link::pcie: refused, saying why.
 //   LoopbackReduceScatterGraph.ReplaysWithFreshInputs
 //       each rank captures its uncaptured-first call; three replays with
-//       fresh inputs are correct; a direct call afterwards too.
+//       fresh inputs are correct; a direct call afterwards too. (pcie: not
+//       with CUDA_DEVICE_MAX_CONNECTIONS=1, where one rank's graph would
+//       hold the only queue while it waits for its peers' graphs.)
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -171,10 +173,12 @@ TEST(LoopbackReduceScatterPlan, AutoAndForcedNative) {
 
     Options automatic;
     automatic.wait_timeout_ms = lb::kSafeWaitTimeoutMs;
-    const Algorithm expected = world == 1 ? Algorithm::decomposed : Algorithm::pipelined;
+    // One hardware queue (the binary's second run) makes auto decomposed.
+    const bool overlap = world > 1 && !lb::single_hardware_queue();
+    const Algorithm expected = overlap ? Algorithm::pipelined : Algorithm::decomposed;
     const auto results = run(group, streams, problem, automatic, "auto");
     lb::expect_all_ok(results, expected);
-    if (world > 1) {
+    if (overlap) {
       for (const auto& res : results) {
         EXPECT_TRUE(lb::contains(res.info.reason, kNoNativeReason)) << res.info.reason;
       }
@@ -312,6 +316,13 @@ TEST_P(LoopbackReduceScatterGraph, ReplaysWithFreshInputs) {
   constexpr int kWorld = 4;
   constexpr int kReplays = 3;
   const GraphCase& c = GetParam();
+  if (c.link == Link::pcie && lb::single_hardware_queue()) {
+    // Each rank's graph waits on its peers' graphs' copies; with one hardware
+    // queue the first graph launched holds the queue until its wait times
+    // out. Eager calls order the ranks' work for one queue; separate graphs
+    // cannot be ordered so (README: graph capture).
+    GTEST_SKIP() << "pcie replays need the ranks' graphs to run side by side";
+  }
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
