@@ -71,14 +71,7 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
 
   BackendChoice choice = backend.choose(out.problem, out.resolved);
   choice.caps.no_peer_access = site.no_peer_access;
-  if (!site.no_pipelined.empty() && choice.caps.no_overlap_reason.empty()) {
-    choice.caps.no_overlap_reason = site.no_pipelined;
-  }
   out.plan = core::plan(out.problem, choice.caps, out.resolved);
-  if (out.plan.algorithm == Algorithm::pipelined && !site.no_pipelined.empty()) {
-    throw Error(ErrorCode::unsupported, "algorithm pipelined was forced but cannot run: " +
-                                            site.no_pipelined + "; use auto or decomposed");
-  }
   if (out.plan.algorithm == Algorithm::native) {
     if (!out.plan.native_config.empty()) {
       out.kernel = NativeKernel{out.plan.native_config, out.plan.tile_m};

@@ -28,10 +28,6 @@ struct CallSite {
   // e.g. peers on another node: then neither native nor pipelined can run,
   // and the planner picks decomposed and says why.
   std::string no_peer_access;
-  // Why this transport cannot run pipelined for this call ("" when it can):
-  // auto then plans decomposed, and forced pipelined is Error(unsupported)
-  // with this reason.
-  std::string no_pipelined;
 };
 
 // Makes the backend's device current. Throws Error(invalid_argument) naming

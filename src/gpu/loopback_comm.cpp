@@ -108,7 +108,9 @@ void LoopbackComm::agree(core::CallRecord& mine, std::exception_ptr& local_error
     }
   }
   group_.records[static_cast<std::size_t>(rank_)] = mine;
-  group_.calls[static_cast<std::size_t>(rank_)] = call;
+  call::OpCall published = call;
+  published.a_gathered_out = nullptr;  // the caller's, valid during this call only
+  group_.calls[static_cast<std::size_t>(rank_)] = published;
   core::agree_or_throw(group_.barrier, group_.records, rank_, timeout_ms, local_error);
 }
 

@@ -1,18 +1,23 @@
 // fused_matmul_reduce_scatter on the NCCL transport (decomposed: one cuBLAS
-// GEMM, then ncclReduceScatter), against float64 with poisoned outputs and
+// GEMM, then ncclReduceScatter; pipelined: per-chunk GEMMs pushing partials
+// into the owners' symmetric slots, then the reduction kernel), against
+// float64 with poisoned outputs. Tolerance: decomposed
 // core::nccl_reduce_scatter_error_tolerance (NCCL's ring rounds each step's
-// partial sum to the dtype):
+// partial sum to the dtype), pipelined core::reduce_scatter_error_tolerance.
 //
 //   NcclReduceScatter.WorldOfOne
-//       W = 1: bf16/fp16/fp32 x B row/col-major, forced decomposed and auto
-//       (which plans decomposed, naming why); forced pipelined and forced
-//       native are Error(unsupported) naming why, outputs untouched; a graph
-//       of an uncaptured-first call replays with fresh inputs.
+//       W = 1: bf16/fp16/fp32 x B row/col-major x decomposed, pipelined and
+//       auto (decomposed); forced native is Error(unsupported) naming the
+//       missing kernel, outputs untouched; a graph of an uncaptured-first
+//       call replays with fresh inputs, for both algorithms.
 //   NcclReduceScatterMulti/W.EveryDtypeAndLayout
 //       W = 2, 4, 8 ranks on W GPUs (skip when fewer), random shapes with
-//       uneven K-slices, two rounds each.
+//       uneven K-slices, decomposed and auto (pipelined within one NVLink
+//       domain), two rounds each.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -52,15 +57,21 @@ std::vector<lb::RankResult> run(nccl::LocalGroup& group, const lb::RankStreams& 
       what);
 }
 
-// Two rounds of `algorithm` on fresh inputs, every rank checked.
+// The bound of the algorithm that ran.
+double tolerance_of(Algorithm ran, DType dtype, int world) {
+  return ran == Algorithm::decomposed ? core::nccl_reduce_scatter_error_tolerance(dtype, world)
+                                      : core::reduce_scatter_error_tolerance(dtype, world);
+}
+
+// Two rounds of `algorithm` on fresh inputs, every rank checked; `expected`
+// is what must run (auto's choice).
 void expect_correct(nccl::LocalGroup& group, const RsShape& shape, Algorithm algorithm,
-                    std::mt19937_64& rng) {
+                    std::optional<Algorithm> expected, std::mt19937_64& rng) {
   const int world = shape.world;
   SCOPED_TRACE(shape.to_string() + " " + to_string(algorithm));
   lb::RankStreams streams;
   CUDA_ASSERT(streams.create(world, nt::first_devices(world)));
   DeviceRsProblem problem(shape, rng, nt::first_devices(world));
-  problem.set_tolerance(core::nccl_reduce_scatter_error_tolerance(shape.dtype, world));
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
   Options options = lb::options_for(algorithm);
   for (int round = 0; round < 2; ++round) {
@@ -69,10 +80,17 @@ void expect_correct(nccl::LocalGroup& group, const RsShape& shape, Algorithm alg
       ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
     }
     const auto results = run(group, streams, problem, options, "round " + std::to_string(round));
-    lb::expect_all_ok(results, Algorithm::decomposed);
+    lb::expect_all_ok(results, expected);
+    if (!results[0].ok()) return;
+    std::printf("  %s -> %s: %s\n", shape.to_string().c_str(),
+                to_string(results[0].info.algorithm), results[0].info.reason.c_str());
+    problem.set_tolerance(tolerance_of(results[0].info.algorithm, shape.dtype, world));
     ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
   }
 }
+
+void expect_graph_replays(nccl::LocalGroup& group, const lb::RankStreams& streams,
+                          DeviceRsProblem& problem, Algorithm algorithm, std::mt19937_64& rng);
 
 TEST(NcclReduceScatter, WorldOfOne) {
   ASYNCTP_REQUIRE_GPUS(1, false);
@@ -84,8 +102,11 @@ TEST(NcclReduceScatter, WorldOfOne) {
   for (DType dtype : {DType::bf16, DType::fp16, DType::fp32}) {
     for (bool col : {false, true}) {
       const RsShape shape = random_shape(1, dtype, col, rng);
-      ASSERT_NO_FATAL_FAILURE(expect_correct(group, shape, Algorithm::decomposed, rng));
-      ASSERT_NO_FATAL_FAILURE(expect_correct(group, shape, Algorithm::automatic, rng));
+      for (Algorithm a : {Algorithm::decomposed, Algorithm::pipelined}) {
+        ASSERT_NO_FATAL_FAILURE(expect_correct(group, shape, a, a, rng));
+      }
+      ASSERT_NO_FATAL_FAILURE(
+          expect_correct(group, shape, Algorithm::automatic, Algorithm::decomposed, rng));
     }
   }
 
@@ -93,26 +114,30 @@ TEST(NcclReduceScatter, WorldOfOne) {
   CUDA_ASSERT(streams.create(1, {0}));
   DeviceRsProblem problem(asynctp_test::rs_shape(1, 256, 264, 128), rng, {0});
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
-  const struct {
-    Algorithm algorithm;
-    const char* reason;
-  } refused[] = {
-      {Algorithm::pipelined, "decomposed only"},
-      {Algorithm::native, "the native reduce-scatter kernel (a tile-completion signal in the "
-                          "CUTLASS epilogue) is not built yet"},
-  };
-  for (const auto& r : refused) {
-    const auto results = run(group, streams, problem, lb::options_for(r.algorithm), "refused");
-    EXPECT_FALSE(results[0].call_ok) << to_string(r.algorithm);
+  {
+    const auto results = run(group, streams, problem, lb::options_for(Algorithm::native), "native");
+    EXPECT_FALSE(results[0].call_ok);
     EXPECT_EQ(ErrorCode::unsupported, results[0].code.value_or(ErrorCode::backend))
         << results[0].message;
-    EXPECT_TRUE(lb::contains(results[0].message, r.reason)) << results[0].message;
+    EXPECT_TRUE(lb::contains(results[0].message,
+                             "the native reduce-scatter kernel (a tile-completion signal in the "
+                             "CUTLASS epilogue) is not built yet"))
+        << results[0].message;
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("forced native"));
   }
-  ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("refused algorithms"));
+  for (Algorithm algorithm : {Algorithm::decomposed, Algorithm::pipelined}) {
+    SCOPED_TRACE(std::string("graph ") + to_string(algorithm));
+    ASSERT_NO_FATAL_FAILURE(expect_graph_replays(group, streams, problem, algorithm, rng));
+  }
+}
 
-  // Capture after one uncaptured call of the same shape, then replays.
-  const Options options = lb::options_for(Algorithm::decomposed);
-  lb::expect_all_ok(run(group, streams, problem, options, "direct"), Algorithm::decomposed);
+// Capture after one uncaptured call of the same shape, then replays with
+// fresh inputs.
+void expect_graph_replays(nccl::LocalGroup& group, const lb::RankStreams& streams,
+                          DeviceRsProblem& problem, Algorithm algorithm, std::mt19937_64& rng) {
+  const Options options = lb::options_for(algorithm);
+  ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+  lb::expect_all_ok(run(group, streams, problem, options, "direct"), algorithm);
   ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
@@ -151,8 +176,11 @@ TEST_P(NcclReduceScatterMulti, EveryDtypeAndLayout) {
   nccl::LocalGroup group(world);
   for (DType dtype : {DType::bf16, DType::fp16, DType::fp32}) {
     for (bool col : {false, true}) {
+      const RsShape shape = random_shape(world, dtype, col, rng);
       ASSERT_NO_FATAL_FAILURE(
-          expect_correct(group, random_shape(world, dtype, col, rng), Algorithm::automatic, rng));
+          expect_correct(group, shape, Algorithm::decomposed, Algorithm::decomposed, rng));
+      ASSERT_NO_FATAL_FAILURE(
+          expect_correct(group, shape, Algorithm::automatic, std::nullopt, rng));
     }
   }
 }
