@@ -37,6 +37,15 @@ CheckedCall LoopbackComm::check(const call::OpCall& call, const Options& options
                 "and serialized ranks run after it; use Link::arrival, whose model places the "
                 "peers' partials before the timed span (bench/NOTES.md)");
   }
+  if (call.op == core::OpKind::matmul_reduce_scatter && out.capturing &&
+      group_.config.link == loopback::Link::pcie && site.world_size > 1) {
+    throw Error(ErrorCode::unsupported,
+                "options.stream: is capturing a graph, but fused_matmul_reduce_scatter over the "
+                "pcie link makes each rank's reduction wait on its peers' copies, and separate "
+                "graphs cannot be ordered for shared hardware queues (a replay's wait could "
+                "hold a queue its peers' copies sit behind); capture with Link::arrival, whose "
+                "ranks never wait on each other");
+  }
   if (out.capturing && group_.config.serialize_ranks) {
     fail_argument("options.stream",
                   "is capturing a graph, but LoopbackConfig::serialize_ranks orders the "

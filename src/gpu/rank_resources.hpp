@@ -39,8 +39,8 @@ struct RankResources {
   DeviceMemory gathered;     // used when the caller wants no gathered A back
   PinnedMemory bounce;
   // fused_matmul_reduce_scatter (gpu/reduce_scatter_enqueue.hpp): this
-  // rank's partial product, its W - 1 receive slots and their flags (zero
-  // between calls), a chunk's GEMM done, a modelled slot's arrival, and the
+  // rank's partial product, its W - 1 receive slots and their flags (epoch
+  // protocol, zeroed when allocated), a chunk's GEMM done, a modelled slot's arrival, and the
   // last reduction (after which the peers may write the slots again).
   DeviceMemory partial;
   DeviceMemory slots;

@@ -159,13 +159,6 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
   args.out = call.out.data;
   args.error_words = error_words;
   check(enqueue_reduce_partials(args, r), "launch (reduction of the partials)");
-  if (!call.modelled && world > 1) {
-    // Reset after use: a graph replays its epoch, so a flag left at it would
-    // let the next replay's wait pass before the peer's bytes land.
-    check(rt::memset_async(call.mine.flags, 0,
-                           sizeof(std::uint32_t) * static_cast<std::size_t>(world - 1), r),
-          "memset (slot flags)");
-  }
   if (!call.capturing) record(res.reduced.get(), r, "event record (reduced)");
 
   record(res.compute_done.get(), r, "event record (compute done)");

@@ -9,8 +9,12 @@
 //              the owner's slot flag; modelled: the link's transfer time,
 //              then the slot's event);
 //   reduction: the own chunk and every slot ready (real: a one-block
-//              bounded wait on the slot flags) -> the fp32 reduction in the
-//              CPU backend's order -> flags reset -> join -> call_end.
+//              bounded wait on the slot flags, which each call's epoch
+//              makes fresh) -> the fp32 reduction in the CPU backend's
+//              order -> join -> call_end.
+// Real shipping is never captured (LoopbackComm::check refuses it): separate
+// graphs whose reductions wait on each other's copies cannot be ordered for
+// shared hardware queues.
 // With real shipping every rank enqueues its products before any rank
 // enqueues its reduction, so in any FIFO hardware queue (one with
 // CUDA_DEVICE_MAX_CONNECTIONS=1) the copies and flag writes a wait depends on
