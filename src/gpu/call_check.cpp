@@ -57,8 +57,7 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
   const bool reduce_scatter = call.op == core::OpKind::matmul_reduce_scatter;
   if (reduce_scatter && *kPartialKernelsMissing != '\0') {
     throw Error(ErrorCode::unsupported, std::string(core::op_name(call.op)) + " on the " +
-                                            backend.name() + " backend: " +
-                                            kPartialKernelsMissing);
+                                            backend.name() + " backend: " + kPartialKernelsMissing);
   }
   if (reduce_scatter && options.hooks.reorder) {
     fail_argument("options.hooks.reorder",

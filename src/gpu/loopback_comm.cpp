@@ -243,10 +243,10 @@ void LoopbackComm::synchronize() {
     // The reduction's wait: [0] = 1 + the receive slot that never filled.
     const int world = group_.config.world_size;
     const int source = core::partial_source(world, rank_, static_cast<int>(words[0]) - 1);
-    throw Error(ErrorCode::timeout, "rank " + std::to_string(rank_) + ": " +
-                                        core::partial_timeout_message(rank_, source, words[1],
-                                                                      words[2],
-                                                                      pending_timeout_ms_));
+    throw Error(
+        ErrorCode::timeout,
+        "rank " + std::to_string(rank_) + ": " +
+            core::partial_timeout_message(rank_, source, words[1], words[2], pending_timeout_ms_));
   }
   words[0] = chunk_word_of_piece_word(words[0], pending_pieces_);
   throw Error(ErrorCode::timeout,

@@ -35,7 +35,7 @@ void LoopbackComm::prepare_rs_workspace(const CheckedCall& checked) {
   if (res_.slot_flags.size() < flags) {
     res_.slot_flags.ensure(flags, "device allocation (reduce-scatter slot flags)");
     gpu::check(rt::device_memset(res_.slot_flags.get(), 0, res_.slot_flags.size()),
-          "device memset (reduce-scatter slot flags)");
+               "device memset (reduce-scatter slot flags)");
   }
   group_.receive[static_cast<std::size_t>(rank_)] = {
       res_.slots.get(), static_cast<std::uint32_t*>(res_.slot_flags.get())};

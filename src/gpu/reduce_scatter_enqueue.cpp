@@ -120,8 +120,8 @@ void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, Rank
   if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
 
   record(res.fork.get(), s, "event record (fork)");
-  for (rt::StreamHandle side : {res.copy_out.get(), res.copy_in.get(), res.compute.get(),
-                                res.lane2.get()}) {
+  for (rt::StreamHandle side :
+       {res.copy_out.get(), res.copy_in.get(), res.compute.get(), res.lane2.get()}) {
     wait(side, res.fork.get(), "stream wait (fork)");
   }
   enqueue_gemms(call, res, backend);

@@ -37,8 +37,7 @@ TEST(LoopbackReduceScatterMaxConnections, EveryAlgorithmCompletes) {
   for (Link link : {Link::pcie, Link::arrival}) {
     for (Algorithm algorithm :
          {Algorithm::pipelined, Algorithm::decomposed, Algorithm::automatic}) {
-      const std::string what =
-          std::string(cuda::to_string(link)) + " " + to_string(algorithm);
+      const std::string what = std::string(cuda::to_string(link)) + " " + to_string(algorithm);
       const Seed seed(what);
       SCOPED_TRACE(seed.note() + " " + what);
       auto rng = seed.rng();

@@ -210,8 +210,9 @@ TEST(LoopbackReduceScatterBadInput, OneRankFailsAll) {
   };
   const Bad bads[] = {
       {"out one column short", "out",
-       [](const TensorView& v) { return TensorView::row_major(v.data, v.dtype, v.rows, v.cols - 1,
-                                                              v.device); }},
+       [](const TensorView& v) {
+         return TensorView::row_major(v.data, v.dtype, v.rows, v.cols - 1, v.device);
+       }},
       {"out in another dtype", "out",
        [](const TensorView& v) {
          return TensorView::row_major(v.data, DType::fp16, v.rows, v.cols, v.device);
@@ -242,8 +243,7 @@ TEST(LoopbackReduceScatterBadInput, OneRankFailsAll) {
     ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched(bad.what));
   }
   // The group still works afterwards.
-  lb::expect_all_ok(run(group, streams, problem, options, "after bad input"),
-                    Algorithm::pipelined);
+  lb::expect_all_ok(run(group, streams, problem, options, "after bad input"), Algorithm::pipelined);
   ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
 }
 

@@ -79,8 +79,8 @@ class DeviceRsProblem {
       const HostTensor& out = host_.out_tensor(r);
       poisoned_.push_back(out.snapshot());
       CUDA_ASSERT(cudaMemcpy(buf(r).out.p, out.data(), out.bytes(), cudaMemcpyHostToDevice));
-      CUDA_ASSERT(cudaMemset(static_cast<char*>(buf(r).out.p) + out.bytes(), kGuardByte,
-                             kGuardBytes));
+      CUDA_ASSERT(
+          cudaMemset(static_cast<char*>(buf(r).out.p) + out.bytes(), kGuardByte, kGuardBytes));
     }
     ASSERT_NO_FATAL_FAILURE(sync_devices());
   }
@@ -155,8 +155,8 @@ class DeviceRsProblem {
   void expect_guard_intact(int r) {
     std::vector<unsigned char> guard(kGuardBytes);
     const std::size_t used = host_.out_tensor(r).bytes();
-    CUDA_ASSERT(cudaMemcpy(guard.data(), static_cast<const char*>(buf(r).out.p) + used,
-                           kGuardBytes, cudaMemcpyDeviceToHost));
+    CUDA_ASSERT(cudaMemcpy(guard.data(), static_cast<const char*>(buf(r).out.p) + used, kGuardBytes,
+                           cudaMemcpyDeviceToHost));
     std::size_t bad = 0;
     for (unsigned char v : guard) bad += v != kGuardByte;
     EXPECT_EQ(0u, bad) << "rank " << r << ": bytes written past the end of out";

@@ -82,8 +82,8 @@ void expect_correct(nccl::LocalGroup& group, const RsShape& shape, Algorithm alg
     const auto results = run(group, streams, problem, options, "round " + std::to_string(round));
     lb::expect_all_ok(results, expected);
     if (!results[0].ok()) return;
-    std::printf("  %s -> %s: %s\n", shape.to_string().c_str(),
-                to_string(results[0].info.algorithm), results[0].info.reason.c_str());
+    std::printf("  %s -> %s: %s\n", shape.to_string().c_str(), to_string(results[0].info.algorithm),
+                results[0].info.reason.c_str());
     problem.set_tolerance(tolerance_of(results[0].info.algorithm, shape.dtype, world));
     ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
   }

@@ -381,7 +381,7 @@ std::uint32_t NcclComm::execute(const call::OpCall& call, const call::CheckedCal
 }
 
 void NcclComm::prepare_workspace(std::size_t bytes, rt::StreamHandle stream,
-                                  std::int64_t timeout_ms, bool capturing) {
+                                 std::int64_t timeout_ms, bool capturing) {
   if (!workspace_.fits(bytes)) {
     if (capturing) {
       gpu::fail_argument("options.stream",
@@ -431,10 +431,10 @@ std::uint32_t NcclComm::execute_reduce_scatter(const call::OpCall& call,
   rs.out = call.out;
   rs.stream = static_cast<rt::StreamHandle>(options.stream);
   rs.capturing = checked.capturing;
-  const std::size_t bytes = std::max<std::size_t>(
-      static_cast<std::size_t>(rs.problem.gathered_rows() * rs.problem.n) *
-          element_size(rs.problem.dtype),
-      1);
+  const std::size_t bytes =
+      std::max<std::size_t>(static_cast<std::size_t>(rs.problem.gathered_rows() * rs.problem.n) *
+                                element_size(rs.problem.dtype),
+                            1);
   if (checked.capturing &&
       (res_->partial.size() < bytes || !gpu::gemm_ready(*backend_, checked.plan.algorithm))) {
     gpu::fail_argument("options.stream",
