@@ -176,4 +176,11 @@ double reduce_scatter_error_tolerance(DType dtype, int world_size) noexcept {
          unit_roundoff(dtype);
 }
 
+double nccl_reduce_scatter_error_tolerance(DType dtype, int world_size) noexcept {
+  const double w = static_cast<double>(world_size < 1 ? 1 : world_size);
+  const double root_w = std::sqrt(w);
+  return root_w * error_tolerance(dtype) + (w - 1) * root_w * unit_roundoff(dtype) +
+         unit_roundoff(dtype);
+}
+
 }  // namespace asynctp::core

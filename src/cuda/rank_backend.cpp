@@ -85,6 +85,10 @@ core::BackendCaps cuda_caps(const DeviceInfo& device, const core::ProblemDesc& p
   caps.min_pipelined_chunk_rows = 128;
   caps.sm_count = device.sm_count;
   caps.single_hardware_queue = device.single_hardware_queue;
+  if (problem.op == core::OpKind::matmul_reduce_scatter) {
+    caps.native_unsupported_reason = kNoNativeReduceScatter;
+    return caps;
+  }
   if (device.major != 9 || device.minor != 0) {
     caps.native_unsupported_reason = "the native kernel is built for sm_90a (Hopper)";
     return caps;

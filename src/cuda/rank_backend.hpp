@@ -25,6 +25,12 @@ struct DeviceInfo {
   bool single_hardware_queue = false;
 };
 
+// Why auto never plans native for fused_matmul_reduce_scatter on CUDA, and
+// forcing it is an error (bench/NOTES.md says what the kernel would take).
+inline constexpr const char* kNoNativeReduceScatter =
+    "the native reduce-scatter kernel (a tile-completion signal in the CUTLASS epilogue) is not "
+    "built yet";
+
 // Queries the current device. Throws Error(backend) when it cannot.
 DeviceInfo query_device(int ordinal);
 

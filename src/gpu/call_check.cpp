@@ -9,6 +9,7 @@
 #include "gpu/call_spec.hpp"
 #include "gpu/check.hpp"
 #include "gpu/device_checks.hpp"
+#include "gpu/partial_kernels.hpp"
 
 namespace asynctp::gpu {
 
@@ -53,10 +54,15 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
   CheckedCall out;
   out.resolved = core::resolve_options(options);
   out.problem = call::validate_op(call, site.world_size, site.rank, backend.device_kind());
-  if (call.op != core::OpKind::all_gather_matmul) {
-    throw Error(ErrorCode::unsupported, std::string(core::op_name(call.op)) +
-                                            " is not yet implemented on the " + backend.name() +
-                                            " backend");
+  const bool reduce_scatter = call.op == core::OpKind::matmul_reduce_scatter;
+  if (reduce_scatter && *kPartialKernelsMissing != '\0') {
+    throw Error(ErrorCode::unsupported, std::string(core::op_name(call.op)) + " on the " +
+                                            backend.name() + " backend: " + kPartialKernelsMissing);
+  }
+  if (reduce_scatter && options.hooks.reorder) {
+    fail_argument("options.hooks.reorder",
+                  std::string("not supported by fused_matmul_reduce_scatter on the ") +
+                      backend.name() + " backend (its send order is fixed: core::send_order)");
   }
   for (const auto& [name, tensor] : call::named_tensors(call)) {
     check_on_device(name, tensor, device);
@@ -80,8 +86,10 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
   }
   const std::size_t chunk_bytes =
       static_cast<std::size_t>(out.problem.m * out.problem.k) * element_size(out.problem.dtype);
-  out.pieces =
-      signal_pieces(out.problem.m, chunk_bytes, out.kernel ? out.kernel->m_granularity : 1);
+  // The reduce-scatter signals whole chunks (one flag per receive slot).
+  out.pieces = reduce_scatter ? 1
+                              : signal_pieces(out.problem.m, chunk_bytes,
+                                              out.kernel ? out.kernel->m_granularity : 1);
   if (out.kernel) {
     out.plan.reason += " (kernel " + out.kernel->name + ", " + std::to_string(out.pieces) +
                        " signal" + (out.pieces > 1 ? "s" : "") + " per chunk)";

@@ -17,6 +17,7 @@
 #include "gpu/call_check.hpp"
 #include "gpu/check.hpp"
 #include "gpu/enqueue_call.hpp"
+#include "gpu/reduce_scatter_enqueue.hpp"
 
 namespace asynctp::gpu {
 
@@ -28,6 +29,23 @@ CheckedCall LoopbackComm::check(const call::OpCall& call, const Options& options
   site.world_size = group_.config.world_size;
   site.rank = rank_;
   CheckedCall out = gpu::check_call(site, *backend_, call, options);
+  if (call.op == core::OpKind::matmul_reduce_scatter && group_.config.serialize_ranks &&
+      group_.config.link == loopback::Link::pcie && site.world_size > 1) {
+    throw Error(ErrorCode::unsupported,
+                "fused_matmul_reduce_scatter: LoopbackConfig::serialize_ranks with the pcie link "
+                "cannot run it: a rank's output needs its peers' partials from the same call, "
+                "and serialized ranks run after it; use Link::arrival, whose model places the "
+                "peers' partials before the timed span (bench/NOTES.md)");
+  }
+  if (call.op == core::OpKind::matmul_reduce_scatter && out.capturing &&
+      group_.config.link == loopback::Link::pcie && site.world_size > 1) {
+    throw Error(ErrorCode::unsupported,
+                "options.stream: is capturing a graph, but fused_matmul_reduce_scatter over the "
+                "pcie link makes each rank's reduction wait on its peers' copies, and separate "
+                "graphs cannot be ordered for shared hardware queues (a replay's wait could "
+                "hold a queue its peers' copies sit behind); capture with Link::arrival, whose "
+                "ranks never wait on each other");
+  }
   if (out.capturing && group_.config.serialize_ranks) {
     fail_argument("options.stream",
                   "is capturing a graph, but LoopbackConfig::serialize_ranks orders the "
@@ -81,7 +99,7 @@ CallSpec LoopbackComm::make_spec(const CheckedCall& checked, const call::OpCall&
 }
 
 void LoopbackComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
-                         const call::CheckedCall& checked, const call::OpCall&,
+                         const call::CheckedCall& checked, const call::OpCall& call,
                          const Options& options, std::int64_t timeout_ms) {
   RankEvents& mine_events = *group_.events[static_cast<std::size_t>(rank_)];
   mine_events.shard_ready_recorded = false;
@@ -96,11 +114,18 @@ void LoopbackComm::agree(core::CallRecord& mine, std::exception_ptr& local_error
       core::record_local_failure(mine, local_error, e.what());
     }
   }
+  call::OpCall published = call;
+  published.a_gathered_out = nullptr;  // the caller's, valid during this call only
+  group_.calls[static_cast<std::size_t>(rank_)] = published;
   core::publish_and_agree(group_.barrier, group_.records, mine, rank_, timeout_ms, local_error);
 }
 
 std::uint32_t LoopbackComm::execute(const call::OpCall& call, const call::CheckedCall& checked,
                                     const Options& options) {
+  if (call.op == core::OpKind::matmul_reduce_scatter) {
+    return execute_reduce_scatter(call, checked, options);
+  }
+  pending_reduce_scatter_ = false;
   const int world = group_.config.world_size;
   const std::int64_t timeout_ms = checked.resolved.wait_timeout_ms;
   RankEvents& mine_events = *group_.events[static_cast<std::size_t>(rank_)];
@@ -209,9 +234,18 @@ void LoopbackComm::synchronize() {
       "copy (error words)");
   gpu::check(rt::stream_synchronize(s), "stream synchronize (error words)");
   if (words[0] == 0) return;
-  words[0] = chunk_word_of_piece_word(words[0], pending_pieces_);
   gpu::check(rt::memset_async(res_.error_words.get(), 0, sizeof words, s), "memset (error words)");
   gpu::check(rt::stream_synchronize(s), "stream synchronize (error words)");
+  if (pending_reduce_scatter_) {
+    // The reduction's wait: [0] = 1 + the receive slot that never filled.
+    const int world = group_.config.world_size;
+    const int source = core::partial_source(world, rank_, static_cast<int>(words[0]) - 1);
+    throw Error(
+        ErrorCode::timeout,
+        "rank " + std::to_string(rank_) + ": " +
+            core::partial_timeout_message(rank_, source, words[1], words[2], pending_timeout_ms_));
+  }
+  words[0] = chunk_word_of_piece_word(words[0], pending_pieces_);
   throw Error(ErrorCode::timeout,
               "rank " + std::to_string(rank_) + ": " +
                   backend_->native_error_message(

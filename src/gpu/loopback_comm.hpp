@@ -11,6 +11,7 @@
 #include "gpu/loopback_state.hpp"
 #include "gpu/rank_backend.hpp"
 #include "gpu/rank_resources.hpp"
+#include "gpu/reduce_scatter_spec.hpp"
 
 namespace asynctp::gpu {
 
@@ -37,6 +38,14 @@ class LoopbackComm final : public call::Transport {
 
  private:
   CallSpec make_spec(const CheckedCall& checked, const call::OpCall& call, const Options& options);
+  // fused_matmul_reduce_scatter's execute (gpu/reduce_scatter_enqueue.hpp).
+  std::uint32_t execute_reduce_scatter(const call::OpCall& call, const CheckedCall& checked,
+                                       const Options& options);
+  // Makes this rank's partial, slots and flags and publishes its receive
+  // side; throws when a capture would have to allocate.
+  void prepare_rs_workspace(const CheckedCall& checked);
+  ReduceScatterSpec make_rs_spec(const CheckedCall& checked, const call::OpCall& call,
+                                 const Options& options);
 
   LoopbackState& group_;
   const int rank_;
@@ -48,6 +57,7 @@ class LoopbackComm final : public call::Transport {
   std::int64_t pending_timeout_ms_ = 0;
   std::uint32_t pending_epoch_ = 0;
   int pending_pieces_ = 1;
+  bool pending_reduce_scatter_ = false;  // what the error words of the last call mean
   // Whether call_begin/call_end hold an uncaptured call that synchronize()
   // has seen finish.
   bool timed_call_done_ = false;

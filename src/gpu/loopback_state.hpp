@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "asynctp/loopback.hpp"
+#include "call/op_call.hpp"
 #include "core/agreement.hpp"
 #include "core/bounded_barrier.hpp"
+#include "gpu/reduce_scatter_spec.hpp"
 #include "gpu/resources.hpp"
 
 namespace asynctp::gpu {
@@ -29,7 +31,11 @@ struct LoopbackState {
       : config(c),
         barrier(c.world_size),
         records(static_cast<std::size_t>(c.world_size)),
-        chain("event create") {
+        chain("event create"),
+        calls(static_cast<std::size_t>(c.world_size)),
+        receive(static_cast<std::size_t>(c.world_size)),
+        workspace_ok(static_cast<std::size_t>(c.world_size), 0),
+        reduced(static_cast<std::size_t>(c.world_size), nullptr) {
     for (int r = 0; r < c.world_size; ++r) events.push_back(std::make_unique<RankEvents>());
   }
 
@@ -40,6 +46,16 @@ struct LoopbackState {
   // serialize_ranks: the end of the last rank's call enqueued so far.
   Event chain;
   bool chain_recorded = false;
+
+  // fused_matmul_reduce_scatter: each rank's agreed call (the arrival model
+  // reads its peers' A and B), its receive side (published before any rank
+  // enqueues, since peers write into it) and whether making it succeeded,
+  // and the event of its last uncaptured reduction (null: none), which the
+  // peers' next shipping into its slots waits for.
+  std::vector<call::OpCall> calls;
+  std::vector<ReceiveSide> receive;
+  std::vector<char> workspace_ok;
+  std::vector<rt::EventHandle> reduced;
 };
 
 }  // namespace asynctp::gpu

@@ -19,9 +19,12 @@ RankResources::RankResources(int world_size)
       lane2_done("event create"),
       call_done("event create"),
       call_begin("event create", /*timed=*/true),
-      call_end("event create", /*timed=*/true) {
+      call_end("event create", /*timed=*/true),
+      reduced("event create") {
   for (int c = 0; c < world_size; ++c) {
     arrived.push_back(std::make_unique<Event>("event create"));
+    computed.push_back(std::make_unique<Event>("event create"));
+    slot_ready.push_back(std::make_unique<Event>("event create"));
   }
   const int pieces = world_size * kMaxSignalPieces;
   for (int p = 0; p < pieces; ++p) staged.push_back(std::make_unique<Event>("event create"));

@@ -38,6 +38,16 @@ struct RankResources {
   DeviceMemory error_words;  // 3 words the native kernel's gate fills on a timeout
   DeviceMemory gathered;     // used when the caller wants no gathered A back
   PinnedMemory bounce;
+  // fused_matmul_reduce_scatter (gpu/reduce_scatter_enqueue.hpp): this
+  // rank's partial product, its W - 1 receive slots and their flags (epoch
+  // protocol, zeroed when allocated), a chunk's GEMM done, a modelled slot's arrival, and the
+  // last reduction (after which the peers may write the slots again).
+  DeviceMemory partial;
+  DeviceMemory slots;
+  DeviceMemory slot_flags;
+  std::vector<std::unique_ptr<Event>> computed;    // per chunk
+  std::vector<std::unique_ptr<Event>> slot_ready;  // per slot (arrival model)
+  Event reduced;
   std::unique_ptr<ArrivalClock> clock;
 };
 

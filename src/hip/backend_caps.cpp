@@ -26,8 +26,12 @@ core::BackendCaps hip_caps(const HipDeviceFacts& device, const core::ProblemDesc
   caps.name = "hip " + (gfx.empty() ? std::string("(unnamed device)") : gfx);
   caps.default_tile_m = layout::BlockTile::m;
   caps.default_tile_n = layout::BlockTile::n;
-  if (const auto why = native_blocker(device.gcn_arch_name, problem.world_size, problem.m,
-                                      problem.n, problem.k)) {
+  if (problem.op == core::OpKind::matmul_reduce_scatter) {
+    caps.native_unsupported_reason =
+        "the native reduce-scatter kernel (a tile-completion signal in the MFMA kernel's "
+        "epilogue) is not built yet";
+  } else if (const auto why = native_blocker(device.gcn_arch_name, problem.world_size, problem.m,
+                                             problem.n, problem.k)) {
     caps.native_unsupported_reason = *why;
   } else if (!native_grid(gfx, device.compute_units)) {
     caps.native_unsupported_reason = "no persistent-grid rule for " +

@@ -107,6 +107,15 @@ TEST(ReduceScatterTolerance, FollowsTheDerivedFormula) {
     }
   }
   EXPECT_NEAR(reduce_scatter_error_tolerance(DType::bf16, 8), 0.0152, 1e-4);
+  // NCCL's ring rounds each step's sum to the dtype: equal at W = 1 and for
+  // fp32, (W - 1) sqrt(W) u of the dtype more elsewhere.
+  for (DType dtype : {DType::bf16, DType::fp16, DType::fp32}) {
+    EXPECT_DOUBLE_EQ(nccl_reduce_scatter_error_tolerance(dtype, 1),
+                     reduce_scatter_error_tolerance(dtype, 1));
+  }
+  EXPECT_DOUBLE_EQ(nccl_reduce_scatter_error_tolerance(DType::fp32, 8),
+                   reduce_scatter_error_tolerance(DType::fp32, 8));
+  EXPECT_NEAR(nccl_reduce_scatter_error_tolerance(DType::bf16, 8), 0.0925, 1e-4);
   EXPECT_EQ(unit_roundoff(DType::bf16), std::ldexp(1.0, -8));
   EXPECT_EQ(unit_roundoff(DType::fp16), std::ldexp(1.0, -11));
   EXPECT_EQ(unit_roundoff(DType::fp32), std::ldexp(1.0, -24));

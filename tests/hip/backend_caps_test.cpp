@@ -7,6 +7,7 @@
 //   HipBackendCaps.TooFewHardwareQueuesMeansNoOverlap
 //   HipBackendCaps.WithoutHipblasOnlyNative
 //   HipBackendCaps.NativeReasonStatesTheDeadlockRule
+//   HipBackendCaps.NoNativeReduceScatter
 #include "hip/backend_caps.hpp"
 
 #include <gtest/gtest.h>
@@ -142,6 +143,25 @@ TEST(HipBackendCaps, NativeReasonStatesTheDeadlockRule) {
                    forced(Algorithm::decomposed))}) {
     EXPECT_NE(Algorithm::native, p.algorithm);
     EXPECT_FALSE(contains(p.reason, "shader engine")) << p.reason;
+  }
+}
+
+// fused_matmul_reduce_scatter has no AMD native kernel yet: auto falls back
+// (pipelined here) and forced native names the missing piece.
+TEST(HipBackendCaps, NoNativeReduceScatter) {
+  core::ProblemDesc p = problem(8, 1024);
+  p.op = core::OpKind::matmul_reduce_scatter;
+  const core::BackendCaps caps = hip_caps(mi300x(), p);
+  EXPECT_FALSE(caps.native_supported);
+  EXPECT_TRUE(contains(caps.native_unsupported_reason, "native reduce-scatter kernel"))
+      << caps.native_unsupported_reason;
+  EXPECT_EQ(Algorithm::pipelined, core::plan(p, caps, {}).algorithm);
+  try {
+    (void)core::plan(p, caps, forced(Algorithm::native));
+    ADD_FAILURE() << "native forced for the reduce-scatter";
+  } catch (const Error& e) {
+    EXPECT_EQ(ErrorCode::unsupported, e.code());
+    EXPECT_TRUE(contains(e.what(), "is not built yet")) << e.what();
   }
 }
 

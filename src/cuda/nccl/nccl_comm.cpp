@@ -1,5 +1,6 @@
 #include "cuda/nccl/nccl_comm.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -13,6 +14,7 @@
 #include "core/signals.hpp"
 #include "cuda/nccl/agreement_wire.hpp"
 #include "cuda/nccl/enqueue_nccl_call.hpp"
+#include "cuda/nccl/enqueue_nccl_reduce_scatter.hpp"
 #include "cuda/nccl/nccl_check.hpp"
 #include "cuda/nccl/peer_copy_probe.hpp"
 #include "gpu/check.hpp"
@@ -168,6 +170,10 @@ void NcclComm::probe_peer_copies(std::int64_t timeout_ms) {
 
 std::size_t NcclComm::workspace_bytes(const call::CheckedCall& checked) const {
   if (!pulls_from_peers(checked.plan.algorithm)) return 0;
+  // The reduce-scatter's pipelined path: its receive slots.
+  if (checked.problem.op == core::OpKind::matmul_reduce_scatter) {
+    return reduce_scatter_slot_bytes(checked.problem);
+  }
   const core::ProblemDesc& p = checked.problem;
   return static_cast<std::size_t>(p.gathered_rows() * p.k) * element_size(p.dtype);
 }
@@ -334,6 +340,9 @@ void NcclComm::grow_workspace(std::size_t gathered_bytes, rt::StreamHandle strea
 
 std::uint32_t NcclComm::execute(const call::OpCall& call, const call::CheckedCall& checked,
                                 const Options& options) {
+  if (call.op == core::OpKind::matmul_reduce_scatter) {
+    return execute_reduce_scatter(call, checked, options);
+  }
   const auto stream = static_cast<rt::StreamHandle>(options.stream);
   const std::int64_t timeout_ms = checked.resolved.wait_timeout_ms;
   const TensorView* a_gathered_out = call.a_gathered_out;
@@ -367,22 +376,7 @@ std::uint32_t NcclComm::execute(const call::OpCall& call, const call::CheckedCal
       spec.gathered = res_->gathered.ensure(gathered_bytes, "device allocation (gathered A)");
     }
   } else {
-    if (!workspace_.fits(gathered_bytes)) {
-      if (checked.capturing) {
-        gpu::fail_argument("options.stream",
-                           "is capturing a graph, but the symmetric workspace must grow first "
-                           "(collective); make the same call once uncaptured first");
-      }
-      grow_workspace(gathered_bytes, stream, timeout_ms);
-    }
-    if (workspace_.generation() != workspace_generation_seen_) {
-      // New memory, zeroed sync areas: barrier generations restart at 0. On
-      // the call's stream, ahead of its first barrier: a reset on another
-      // stream could land after that barrier has counted.
-      gpu::check(rt::memset_async(barrier_state_.get(), 0, sizeof(std::uint32_t), stream),
-                 "memset (barrier generation)");
-      workspace_generation_seen_ = workspace_.generation();
-    }
+    prepare_workspace(gathered_bytes, stream, timeout_ms, checked.capturing);
     spec.gathered = workspace_.gathered();
   }
   if (checked.capturing && !gpu::gemm_ready(*backend_, spec.plan.algorithm)) {
@@ -393,23 +387,9 @@ std::uint32_t NcclComm::execute(const call::OpCall& call, const call::CheckedCal
   epoch_ = core::next_epoch(epoch_);
   spec.epoch = epoch_;
 
-  NcclCallContext context;
-  context.comm = comm_;
-  context.workspace = &workspace_;
+  NcclCallContext context = call_context(timeout_ms);
   context.a_shard = call.a.data;
   context.a_gathered_out = a_gathered_out ? a_gathered_out->data : nullptr;
-  auto* state = static_cast<std::uint32_t*>(barrier_state_.get());
-  context.barrier.peer_sync_areas = workspace_.peer_sync_areas_device();
-  context.barrier.my_sync_area = workspace_.sync_area();
-  context.barrier.generation = state;
-  context.barrier.error_words = state + 1;
-  context.barrier.rank = rank_;
-  context.barrier.world = world_;
-  // A peer may reach the second barrier only after its own GEMM gave up on
-  // a chunk (one wait timeout): wait longer than that, so only a rank that
-  // never comes is reported here.
-  context.barrier.timeout_ns = static_cast<std::uint64_t>(2 * timeout_ms + 1000) * 1'000'000u;
-  context.backend = backend_.get();
 
   // A failure while enqueuing leaves the ranks' device work out of step.
   try {
@@ -425,6 +405,90 @@ std::uint32_t NcclComm::execute(const call::OpCall& call, const call::CheckedCal
   pending_timeout_ms_ = timeout_ms;
   pending_epoch_ = spec.epoch;
   pending_pieces_ = spec.pieces;
+  return epoch_;
+}
+
+void NcclComm::prepare_workspace(std::size_t bytes, rt::StreamHandle stream,
+                                 std::int64_t timeout_ms, bool capturing) {
+  if (!workspace_.fits(bytes)) {
+    if (capturing) {
+      gpu::fail_argument("options.stream",
+                         "is capturing a graph, but the symmetric workspace must grow first "
+                         "(collective); make the same call once uncaptured first");
+    }
+    grow_workspace(bytes, stream, timeout_ms);
+  }
+  if (workspace_.generation() != workspace_generation_seen_) {
+    // New memory, zeroed sync areas: barrier generations restart at 0. On
+    // the call's stream, ahead of its first barrier: a reset on another
+    // stream could land after that barrier has counted.
+    gpu::check(rt::memset_async(barrier_state_.get(), 0, sizeof(std::uint32_t), stream),
+               "memset (barrier generation)");
+    workspace_generation_seen_ = workspace_.generation();
+  }
+}
+
+NcclCallContext NcclComm::call_context(std::int64_t timeout_ms) {
+  NcclCallContext context;
+  context.comm = comm_;
+  context.workspace = &workspace_;
+  auto* state = static_cast<std::uint32_t*>(barrier_state_.get());
+  context.barrier.peer_sync_areas = workspace_.peer_sync_areas_device();
+  context.barrier.my_sync_area = workspace_.sync_area();
+  context.barrier.generation = state;
+  context.barrier.error_words = state + 1;
+  context.barrier.rank = rank_;
+  context.barrier.world = world_;
+  // A peer may reach the second barrier only after its own GEMM gave up on
+  // a chunk (one wait timeout): wait longer than that, so only a rank that
+  // never comes is reported here.
+  context.barrier.timeout_ns = static_cast<std::uint64_t>(2 * timeout_ms + 1000) * 1'000'000u;
+  context.backend = backend_.get();
+  return context;
+}
+
+std::uint32_t NcclComm::execute_reduce_scatter(const call::OpCall& call,
+                                               const call::CheckedCall& checked,
+                                               const Options& options) {
+  const std::int64_t timeout_ms = checked.resolved.wait_timeout_ms;
+  NcclReduceScatterCall rs;
+  rs.problem = checked.problem;
+  rs.plan = checked.plan;
+  rs.a = call.a;
+  rs.b = call.b;
+  rs.out = call.out;
+  rs.stream = static_cast<rt::StreamHandle>(options.stream);
+  rs.capturing = checked.capturing;
+  const std::size_t bytes =
+      std::max<std::size_t>(static_cast<std::size_t>(rs.problem.gathered_rows() * rs.problem.n) *
+                                element_size(rs.problem.dtype),
+                            1);
+  if (checked.capturing &&
+      (res_->partial.size() < bytes || !gpu::gemm_ready(*backend_, checked.plan.algorithm))) {
+    gpu::fail_argument("options.stream",
+                       "is capturing a graph, but this call would first have to allocate its "
+                       "partial product or library GEMM handle; make the same call once "
+                       "uncaptured first");
+  }
+  rs.partial = res_->partial.ensure(bytes, "device allocation (reduce-scatter partial)");
+  if (checked.plan.algorithm == Algorithm::pipelined) {
+    prepare_workspace(reduce_scatter_slot_bytes(rs.problem), rs.stream, timeout_ms,
+                      checked.capturing);
+  }
+  epoch_ = core::next_epoch(epoch_);
+  try {
+    enqueue_nccl_reduce_scatter(rs, call_context(timeout_ms), *res_);
+  } catch (const Error& e) {
+    abort_communicator(std::string("enqueue failed: ") + e.what());
+    throw;
+  }
+  if (!checked.capturing) {
+    gpu::check(rt::event_record(res_->call_done.get(), rs.stream), "event record (call done)");
+    pending_ = true;
+  }
+  pending_timeout_ms_ = timeout_ms;
+  pending_epoch_ = epoch_;
+  pending_pieces_ = 1;
   return epoch_;
 }
 

@@ -21,6 +21,7 @@
 
 #include "call/transport.hpp"
 #include "core/agreement.hpp"
+#include "cuda/nccl/enqueue_nccl_call.hpp"
 #include "cuda/nccl/symmetric_workspace.hpp"
 #include "gpu/call_check.hpp"
 #include "gpu/call_spec.hpp"
@@ -77,6 +78,17 @@ class NcclComm final : public call::Transport {
   // Bytes of the gathered A a call needs in the symmetric workspace; 0 when
   // its algorithm does not pull from peers (decomposed).
   std::size_t workspace_bytes(const call::CheckedCall& checked) const;
+  // Grows the symmetric workspace's gathered region to `bytes` when needed
+  // (collective: every rank agreed to it) and restarts the barrier
+  // generations on new memory.
+  void prepare_workspace(std::size_t bytes, gpu::rt::StreamHandle stream, std::int64_t timeout_ms,
+                         bool capturing);
+  // The pieces of a call's device work every op shares: the communicator,
+  // the workspace, the barrier, the backend.
+  NcclCallContext call_context(std::int64_t timeout_ms);
+  // fused_matmul_reduce_scatter (enqueue_nccl_reduce_scatter.hpp).
+  std::uint32_t execute_reduce_scatter(const call::OpCall& call, const call::CheckedCall& checked,
+                                       const Options& options);
 
   ncclComm_t comm_;
   bool owns_comm_;

@@ -1,0 +1,54 @@
+// The small kernels of the reduce-scatter op on GPUs, written once over the
+// runtime layer (gpu/runtime.hpp) for the loopback and NCCL transports:
+// the owner's reduction of the W partials of its chunk, a bounded wait for
+// the partials its peers ship, and the arrival link's modelled transfer.
+// Compiled for CUDA (partial_kernels.cu); a HIP build has none yet
+// (kPartialKernelsMissing says so and the call check refuses the op).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "asynctp/tensor.hpp"
+#include "gpu/runtime.hpp"
+
+namespace asynctp::gpu {
+
+#if defined(ASYNCTP_GPU_HIP)
+inline constexpr const char* kPartialKernelsMissing =
+    "the reduction kernel of fused_matmul_reduce_scatter is not built for HIP yet";
+#else
+inline constexpr const char* kPartialKernelsMissing = "";
+#endif
+
+// out (rows x cols, row-major, ld = cols) = round(fp32 sum of own, then
+// slots[0], slots[1], ... slots[slot_count - 1]) in that order, every input
+// rows x cols row-major in `dtype`: the CPU backend's summation order, so
+// the two backends round alike. Writes nothing when *error_words != 0 (a
+// wait of this call timed out: its output is reported, not produced).
+struct ReduceArgs {
+  DType dtype = DType::bf16;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  const void* own = nullptr;
+  const void* slots = nullptr;  // slot_count blocks of rows x cols, back to back
+  int slot_count = 0;
+  void* out = nullptr;
+  const std::uint32_t* error_words = nullptr;  // may be null: never skip
+};
+rt::Status enqueue_reduce_partials(const ReduceArgs& args, rt::StreamHandle stream);
+
+// One block: waits for flags[i] == epoch, i = 0 .. count - 1 in order (each
+// at most timeout_ns), with system-scope acquire loads. On a timeout it
+// writes error_words [0] = 1 + i, [1] = the flag seen, [2] = epoch (first
+// failure wins) and returns. One block keeps the SMs free for the peers'
+// GEMMs that the partials come from.
+rt::Status enqueue_wait_flags(const std::uint32_t* flags, int count, std::uint32_t epoch,
+                              std::uint64_t timeout_ns, std::uint32_t* error_words,
+                              rt::StreamHandle stream);
+
+// One thread that spins for `ns` of device time: the arrival link model's
+// transfer of one partial, in stream order after the GEMM that produced it.
+rt::Status enqueue_link_delay(std::uint64_t ns, rt::StreamHandle stream);
+
+}  // namespace asynctp::gpu

@@ -1,0 +1,178 @@
+#include "gpu/reduce_scatter_enqueue.hpp"
+
+#include <cstdint>
+#include <vector>
+
+#include "core/schedule.hpp"
+#include "gpu/check.hpp"
+#include "gpu/copy.hpp"
+#include "gpu/gemm_paths.hpp"
+#include "gpu/partial_kernels.hpp"
+#include "gpu/stream_memops.hpp"
+
+namespace asynctp::gpu {
+namespace {
+
+void wait(rt::StreamHandle stream, rt::EventHandle event, const char* what) {
+  check(rt::stream_wait_event(stream, event), what);
+}
+
+void record(rt::EventHandle event, rt::StreamHandle stream, const char* what) {
+  check(rt::event_record(event, stream), what);
+}
+
+rt::EventHandle computed(const RankResources& res, int chunk) {
+  return res.computed[static_cast<std::size_t>(chunk)]->get();
+}
+
+// Untimed: what the peers would have shipped into this rank's slots, each
+// computed here from the peer's own A rows and B (the arrival model).
+void place_peer_partials(const ReduceScatterSpec& call, RankBackend& backend) {
+  const int world = call.problem.world_size;
+  const int rank = call.problem.rank;
+  LibraryGemm& gemm = library_lane(backend, 0, "reduce-scatter arrival model");
+  for (int slot = 0; slot + 1 < world; ++slot) {
+    const int source = core::partial_source(world, rank, slot);
+    const TensorView& a = call.all_a[static_cast<std::size_t>(source)];
+    gemm.run(call.stream, ReduceScatterSpec::a_rows(a, rank * call.problem.m), call.problem.m,
+             call.all_b[static_cast<std::size_t>(source)],
+             ReduceScatterSpec::slot_of(call.mine, slot, call.chunk_bytes()));
+  }
+}
+
+void enqueue_gemms(const ReduceScatterSpec& call, RankResources& res, RankBackend& backend) {
+  const int world = call.problem.world_size;
+  const std::int64_t m = call.problem.m;
+  if (call.plan.algorithm == Algorithm::pipelined) {
+    LibraryGemm* lanes[2] = {&library_lane(backend, 0, "pipelined"),
+                             &library_lane(backend, 1, "pipelined")};
+    const rt::StreamHandle streams[2] = {res.compute.get(), res.lane2.get()};
+    const std::vector<int> order = core::send_order(world, call.problem.rank);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const int c = order[i];
+      const int lane = static_cast<int>(i % 2);
+      lanes[lane]->run(streams[lane], ReduceScatterSpec::a_rows(call.a, c * m), m, call.b,
+                       call.partial_chunk(c));
+      record(computed(res, c), streams[lane], "event record (partial chunk computed)");
+    }
+    return;
+  }
+  LibraryGemm& gemm = library_lane(backend, 0, "decomposed");
+  gemm.run(res.compute.get(), call.a.data, call.problem.gathered_rows(), call.b, call.partial);
+  for (int c = 0; c < world; ++c) {
+    record(computed(res, c), res.compute.get(), "event record (partial computed)");
+  }
+}
+
+// Real shipping: step i's chunk goes to its owner's slot i over the bounce.
+void ship_over_pcie(const ReduceScatterSpec& call, RankResources& res) {
+  const int world = call.problem.world_size;
+  const std::size_t bytes = call.chunk_bytes();
+  char* bounce = static_cast<char*>(res.bounce.ensure(
+      bytes * static_cast<std::size_t>(world), "pinned host allocation (PCIe link bounce buffer)"));
+  const std::vector<int> order = core::send_order(world, call.problem.rank);
+  for (int step = 0; step + 1 < world; ++step) {
+    const int owner = order[static_cast<std::size_t>(step)];
+    char* staged_at = bounce + bytes * static_cast<std::size_t>(step);
+    const rt::EventHandle staged = res.staged[static_cast<std::size_t>(step)]->get();
+    wait(res.copy_out.get(), computed(res, owner), "stream wait (partial chunk computed)");
+    copy_rows(staged_at, call.partial_chunk(owner), bytes, call.row_bytes(),
+              rt::Copy::device_to_host, res.copy_out.get(), "copy (partial chunk to pinned host)");
+    record(staged, res.copy_out.get(), "event record (staged)");
+    wait(res.copy_in.get(), staged, "stream wait (staged)");
+    // The owner's slot is free once its previous reduction has read it.
+    if (const rt::EventHandle freed = call.owner_reduced[static_cast<std::size_t>(owner)]) {
+      wait(res.copy_in.get(), freed, "stream wait (owner's previous reduction)");
+    }
+    const ReceiveSide& side = call.owners[static_cast<std::size_t>(owner)];
+    copy_rows(ReduceScatterSpec::slot_of(side, step, bytes), staged_at, bytes, call.row_bytes(),
+              rt::Copy::host_to_device, res.copy_in.get(), "copy (pinned host to owner's slot)");
+    write_value32(res.copy_in.get(), side.flags + step, call.epoch);
+  }
+}
+
+// The model: slot i is ready one transfer time after this rank's own chunk
+// of step i is computed, on a link that carries one partial at a time. By
+// the ring's symmetry that is when the peer's partial of step i would land.
+void model_arrivals(const ReduceScatterSpec& call, RankResources& res) {
+  const int world = call.problem.world_size;
+  const auto transfer_ns = static_cast<std::uint64_t>(static_cast<double>(call.chunk_bytes()) /
+                                                      call.link_gbps);  // bytes / (GB/s) = ns
+  const std::vector<int> order = core::send_order(world, call.problem.rank);
+  for (int step = 0; step + 1 < world; ++step) {
+    wait(res.copy_in.get(), computed(res, order[static_cast<std::size_t>(step)]),
+         "stream wait (partial chunk computed)");
+    check(enqueue_link_delay(transfer_ns, res.copy_in.get()), "launch (arrival model delay)");
+    record(res.slot_ready[static_cast<std::size_t>(step)]->get(), res.copy_in.get(),
+           "event record (slot ready)");
+  }
+}
+
+}  // namespace
+
+void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, RankBackend& backend) {
+  const rt::StreamHandle s = call.stream;
+  // The workspace and flags are this rank's, shared by its calls.
+  if (!call.capturing && res.call_end_recorded) {
+    wait(s, res.call_end.get(), "stream wait (this rank's previous call)");
+  }
+  if (call.modelled) place_peer_partials(call, backend);
+  if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
+
+  record(res.fork.get(), s, "event record (fork)");
+  for (rt::StreamHandle side :
+       {res.copy_out.get(), res.copy_in.get(), res.compute.get(), res.lane2.get()}) {
+    wait(side, res.fork.get(), "stream wait (fork)");
+  }
+  enqueue_gemms(call, res, backend);
+  if (call.modelled) {
+    model_arrivals(call, res);
+  } else {
+    ship_over_pcie(call, res);
+  }
+}
+
+void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
+  const rt::StreamHandle s = call.stream;
+  const rt::StreamHandle r = res.compute.get();
+  const int world = call.problem.world_size;
+  const int rank = call.problem.rank;
+  auto* error_words = static_cast<std::uint32_t*>(res.error_words.get());
+  wait(r, computed(res, rank), "stream wait (own chunk computed)");
+  if (call.modelled) {
+    for (int slot = 0; slot + 1 < world; ++slot) {
+      wait(r, res.slot_ready[static_cast<std::size_t>(slot)]->get(), "stream wait (slot ready)");
+    }
+  } else {
+    check(enqueue_wait_flags(call.mine.flags, world - 1, call.epoch,
+                             static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u, error_words,
+                             r),
+          "launch (wait for the peers' partials)");
+  }
+  ReduceArgs args;
+  args.dtype = call.problem.dtype;
+  args.rows = call.problem.m;
+  args.cols = call.problem.n;
+  args.own = call.partial_chunk(rank);
+  args.slots = call.mine.slots;
+  args.slot_count = world - 1;
+  args.out = call.out.data;
+  args.error_words = error_words;
+  check(enqueue_reduce_partials(args, r), "launch (reduction of the partials)");
+  if (!call.capturing) record(res.reduced.get(), r, "event record (reduced)");
+
+  record(res.compute_done.get(), r, "event record (compute done)");
+  record(res.lane2_done.get(), res.lane2.get(), "event record (lane 2 done)");
+  record(res.copy_out_done.get(), res.copy_out.get(), "event record (copy out done)");
+  record(res.copy_in_done.get(), res.copy_in.get(), "event record (copy in done)");
+  for (rt::EventHandle done : {res.compute_done.get(), res.lane2_done.get(),
+                               res.copy_out_done.get(), res.copy_in_done.get()}) {
+    wait(s, done, "stream wait (join)");
+  }
+  if (!call.capturing) {
+    record(res.call_end.get(), s, "event record (call end)");
+    res.call_end_recorded = true;
+  }
+}
+
+}  // namespace asynctp::gpu

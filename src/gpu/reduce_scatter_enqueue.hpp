@@ -1,0 +1,35 @@
+// The device work of one loopback rank's fused_matmul_reduce_scatter, in two
+// halves the transport enqueues in turn (loopback_comm.cpp):
+//   products:  [modelled: the peers' partials of this rank's chunk, placed
+//              into its slots before the timed span] -> call_begin -> fork ->
+//              the partial's GEMMs in core::send_order (pipelined: one per
+//              chunk on two lanes; decomposed: one) -> each peer chunk
+//              shipped to its owner's slot as its GEMM completes (pcie:
+//              device -> pinned host -> owner's slot on copy engines, then
+//              the owner's slot flag; modelled: the link's transfer time,
+//              then the slot's event);
+//   reduction: the own chunk and every slot ready (real: a one-block
+//              bounded wait on the slot flags, which each call's epoch
+//              makes fresh) -> the fp32 reduction in the CPU backend's
+//              order -> join -> call_end.
+// Real shipping is never captured (LoopbackComm::check refuses it): separate
+// graphs whose reductions wait on each other's copies cannot be ordered for
+// shared hardware queues.
+// With real shipping every rank enqueues its products before any rank
+// enqueues its reduction, so in any FIFO hardware queue (one with
+// CUDA_DEVICE_MAX_CONNECTIONS=1) the copies and flag writes a wait depends on
+// are ahead of the wait. The modelled link has no wait across ranks.
+#pragma once
+
+#include "gpu/rank_backend.hpp"
+#include "gpu/rank_resources.hpp"
+#include "gpu/reduce_scatter_spec.hpp"
+
+namespace asynctp::gpu {
+
+void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, RankBackend& backend);
+
+// Also records res.reduced (uncaptured): the owner's slots are free again.
+void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res);
+
+}  // namespace asynctp::gpu

@@ -1,0 +1,422 @@
+// fused_matmul_reduce_scatter on the CUDA loopback group, against the
+// float64 reference with core::reduce_scatter_error_tolerance (outputs
+// poisoned, so an element never written is caught; guard regions after
+// them; each rank on its own non-blocking stream):
+//
+//   LoopbackReduceScatter/AllCases.MatchesFloat64OnEveryRank
+//       W = 1..8 x Link::pcie/arrival x pipelined/decomposed x
+//       bf16/fp16/fp32 x B row/col-major; random shapes from the printed
+//       seed (any m, n; uneven K-slices). Two rounds per group with fresh
+//       inputs: the second reuses the first's slots and flags.
+//   LoopbackReduceScatterPlan.AutoAndForcedNative
+//       auto picks pipelined (W = 4, 256 rows per chunk) or decomposed
+//       (W = 1) and runs correctly; forced native fails on every rank with
+//       Error(unsupported) naming the missing kernel, outputs untouched.
+//   LoopbackReduceScatterBadInput.OneRankFailsAll
+//       a wrong out shape or a dtype mix on one rank: every rank throws,
+//       no rank's out is written.
+//   LoopbackReduceScatterSerialized.ArrivalModelIsCorrect
+//       serialize_ranks with Link::arrival: correct, last_call_ms > 0;
+//       serialize_ranks with Link::pcie: refused, saying why.
+//   LoopbackReduceScatterGraph.ReplaysWithFreshInputs
+//       Link::arrival: each rank captures its uncaptured-first call; three
+//       replays with fresh inputs are correct; a direct call afterwards too.
+//       Link::pcie: the capture is refused on every rank (each rank's graph
+//       would wait on its peers' graphs), outputs untouched, and the group
+//       still runs direct calls.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu/loopback_support.hpp"
+#include "gpu/reduce_scatter_support.hpp"
+
+namespace asynctp {
+namespace {
+
+using asynctp_test::RsShape;
+using asynctp_test::Seed;
+using asynctp_test::gpu::DeviceRsProblem;
+using asynctp_test::loopback::RankStreams;
+using cuda::Link;
+using cuda::LoopbackGroup;
+namespace lb = asynctp_test::loopback;
+
+constexpr const char* kNoNativeReason =
+    "the native reduce-scatter kernel (a tile-completion signal in the CUTLASS epilogue) is not "
+    "built yet";
+
+std::int64_t draw(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+}
+
+RsShape draw_shape(int world, DType dtype, bool b_col_major, std::mt19937_64& rng) {
+  RsShape s;
+  s.world = world;
+  s.dtype = dtype;
+  s.b_col_major = b_col_major;
+  s.m = draw(rng, 1, 160);
+  s.n = draw(rng, 1, 300);
+  for (int r = 0; r < world; ++r) s.k.push_back(draw(rng, 1, 300));
+  return s;
+}
+
+// Every rank runs the call and synchronize; the streams are drained after.
+std::vector<lb::RankResult> run(LoopbackGroup& group, const RankStreams& streams,
+                                const DeviceRsProblem& problem, const Options& options,
+                                const std::string& what) {
+  return lb::run_ranks(
+      group, streams, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); },
+      what);
+}
+
+struct Case {
+  int world;
+  Link link;
+  Algorithm algorithm;
+  DType dtype;
+  bool b_col_major;
+};
+
+std::string describe(const Case& c) {
+  return std::string(to_string(c.algorithm)) + "_W" + std::to_string(c.world) + "_" +
+         cuda::to_string(c.link) + "_" + to_string(c.dtype) + (c.b_col_major ? "_bcol" : "_brow");
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  for (int world = 1; world <= 8; ++world) {
+    for (Link link : {Link::pcie, Link::arrival}) {
+      for (Algorithm a : {Algorithm::pipelined, Algorithm::decomposed}) {
+        for (DType dtype : {DType::bf16, DType::fp16, DType::fp32}) {
+          for (bool col : {false, true}) all.push_back({world, link, a, dtype, col});
+        }
+      }
+    }
+  }
+  return all;
+}
+
+class LoopbackReduceScatter : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LoopbackReduceScatter, MatchesFloat64OnEveryRank) {
+  ASYNCTP_REQUIRE_SM90();
+  const Case& c = GetParam();
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  const RsShape shape = draw_shape(c.world, c.dtype, c.b_col_major, rng);
+  SCOPED_TRACE(shape.to_string());
+  lb::print_case(seed, describe(c) + " " + shape.to_string());
+
+  std::unique_ptr<LoopbackGroup> group;
+  ASSERT_NO_THROW(group = std::make_unique<LoopbackGroup>(lb::loopback_config(c.world, c.link)));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(c.world));
+  DeviceRsProblem problem(shape, rng);
+  ASSERT_NO_FATAL_FAILURE(problem.prepare());
+  const Options options = lb::options_for(c.algorithm);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    if (round > 0) {
+      ASSERT_NO_FATAL_FAILURE(problem.refill(rng));
+      ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+    }
+    const auto results = run(*group, streams, problem, options, describe(c));
+    lb::expect_all_ok(results, c.algorithm);
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCases, LoopbackReduceScatter, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return describe(info.param);
+                         });
+
+TEST(LoopbackReduceScatterPlan, AutoAndForcedNative) {
+  ASYNCTP_REQUIRE_SM90();
+  lb::CleanPlannerEnv env;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  for (int world : {1, 4}) {
+    SCOPED_TRACE("W=" + std::to_string(world));
+    LoopbackGroup group(lb::loopback_config(world, Link::pcie));
+    RankStreams streams;
+    CUDA_ASSERT(streams.create(world));
+    // Fits every rule of native but the missing kernel: bf16, 256 rows.
+    DeviceRsProblem problem(asynctp_test::rs_shape(world, 256, 264, 128), rng);
+    ASSERT_NO_FATAL_FAILURE(problem.prepare());
+
+    const Options forced = lb::options_for(Algorithm::native);
+    for (int r = 0; r < world; ++r) {
+      try {
+        (void)problem.plan(group.comm(r), forced);
+        ADD_FAILURE() << "rank " << r << ": forced native was planned";
+      } catch (const Error& e) {
+        EXPECT_EQ(ErrorCode::unsupported, e.code()) << e.what();
+        EXPECT_TRUE(lb::contains(e.what(), kNoNativeReason)) << e.what();
+      }
+    }
+    const auto refused = run(group, streams, problem, forced, "forced native");
+    for (int r = 0; r < world; ++r) {
+      const lb::RankResult& res = refused[static_cast<std::size_t>(r)];
+      EXPECT_FALSE(res.call_ok) << "rank " << r;
+      EXPECT_EQ(ErrorCode::unsupported, res.code.value_or(ErrorCode::backend)) << res.message;
+      EXPECT_TRUE(lb::contains(res.message, kNoNativeReason)) << res.message;
+    }
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("forced native"));
+
+    Options automatic;
+    automatic.wait_timeout_ms = lb::kSafeWaitTimeoutMs;
+    // One hardware queue (the binary's second run) makes auto decomposed.
+    const bool overlap = world > 1 && !lb::single_hardware_queue();
+    const Algorithm expected = overlap ? Algorithm::pipelined : Algorithm::decomposed;
+    const auto results = run(group, streams, problem, automatic, "auto");
+    lb::expect_all_ok(results, expected);
+    if (overlap) {
+      for (const auto& res : results) {
+        EXPECT_TRUE(lb::contains(res.info.reason, kNoNativeReason)) << res.info.reason;
+      }
+    }
+    std::printf("  W=%d auto: %s: %s\n", world, to_string(results[0].info.algorithm),
+                results[0].info.reason.c_str());
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+  }
+}
+
+TEST(LoopbackReduceScatterBadInput, OneRankFailsAll) {
+  ASYNCTP_REQUIRE_SM90();
+  constexpr int kWorld = 4;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
+  DeviceRsProblem problem(asynctp_test::rs_shape(kWorld, 64, 96, 80), rng);
+  ASSERT_NO_FATAL_FAILURE(problem.prepare());
+  const Options options = lb::options_for(Algorithm::pipelined);
+  constexpr int kBad = 2;
+  struct Bad {
+    const char* what;
+    const char* argument;
+    TensorView (*out_of)(const TensorView&);
+  };
+  const Bad bads[] = {
+      {"out one column short", "out",
+       [](const TensorView& v) {
+         return TensorView::row_major(v.data, v.dtype, v.rows, v.cols - 1, v.device);
+       }},
+      {"out in another dtype", "out",
+       [](const TensorView& v) {
+         return TensorView::row_major(v.data, DType::fp16, v.rows, v.cols, v.device);
+       }},
+  };
+  for (const Bad& bad : bads) {
+    SCOPED_TRACE(bad.what);
+    const auto results = lb::run_ranks(
+        group, streams,
+        [&](Comm& comm, cudaStream_t s) {
+          const int r = comm.rank();
+          Options o = options;
+          o.stream = s;
+          const TensorView out = r == kBad ? bad.out_of(problem.out(r)) : problem.out(r);
+          return fused_matmul_reduce_scatter(comm, problem.a(r), problem.b(r), out, o);
+        },
+        bad.what);
+    for (int r = 0; r < kWorld; ++r) {
+      const lb::RankResult& res = results[static_cast<std::size_t>(r)];
+      EXPECT_FALSE(res.call_ok) << "rank " << r << " returned";
+      EXPECT_EQ("call", res.stage) << "rank " << r;
+      if (r == kBad) {
+        EXPECT_EQ(ErrorCode::invalid_argument, res.code.value_or(ErrorCode::backend))
+            << res.message;
+        EXPECT_TRUE(lb::contains(res.message, bad.argument)) << res.message;
+      }
+    }
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched(bad.what));
+  }
+  // The group still works afterwards.
+  lb::expect_all_ok(run(group, streams, problem, options, "after bad input"), Algorithm::pipelined);
+  ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+}
+
+TEST(LoopbackReduceScatterSerialized, ArrivalModelIsCorrect) {
+  ASYNCTP_REQUIRE_SM90();
+  constexpr int kWorld = 4;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  for (Algorithm algorithm : {Algorithm::pipelined, Algorithm::decomposed}) {
+    SCOPED_TRACE(to_string(algorithm));
+    LoopbackGroup group(lb::loopback_config(kWorld, Link::arrival, 400, /*serialize_ranks=*/true));
+    RankStreams streams;
+    CUDA_ASSERT(streams.create(kWorld));
+    DeviceRsProblem problem(asynctp_test::rs_shape(kWorld, 256, 512, 384), rng);
+    ASSERT_NO_FATAL_FAILURE(problem.prepare());
+    const Options options = lb::options_for(algorithm);
+    for (int round = 0; round < 2; ++round) {
+      if (round > 0) {
+        ASSERT_NO_FATAL_FAILURE(problem.refill(rng));
+        ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+      }
+      lb::expect_all_ok(run(group, streams, problem, options, "serialized"), algorithm);
+      ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+      for (int r = 0; r < kWorld; ++r) {
+        double ms = 0;
+        ASSERT_NO_THROW(ms = group.last_call_ms(r));
+        EXPECT_GT(ms, 0.0) << "rank " << r;
+      }
+    }
+  }
+  LoopbackGroup pcie(lb::loopback_config(kWorld, Link::pcie, 400, /*serialize_ranks=*/true));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
+  DeviceRsProblem problem(asynctp_test::rs_shape(kWorld, 32, 64, 48), rng);
+  ASSERT_NO_FATAL_FAILURE(problem.prepare());
+  const auto results = run(pcie, streams, problem, lb::options_for(Algorithm::pipelined), "pcie");
+  for (const auto& res : results) {
+    EXPECT_FALSE(res.call_ok);
+    EXPECT_EQ(ErrorCode::unsupported, res.code.value_or(ErrorCode::backend)) << res.message;
+    EXPECT_TRUE(lb::contains(res.message, "serialize_ranks")) << res.message;
+  }
+  ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("serialized pcie"));
+}
+
+// One rank's capture.
+struct RankCapture {
+  cudaError_t begin = cudaErrorUnknown, end = cudaErrorUnknown;
+  bool call_ok = false;
+  std::string message;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  RankCapture() = default;
+  RankCapture(const RankCapture&) = delete;
+  RankCapture& operator=(const RankCapture&) = delete;
+  ~RankCapture() {
+    if (exec) (void)cudaGraphExecDestroy(exec);
+    if (graph) (void)cudaGraphDestroy(graph);
+  }
+};
+
+struct GraphCase {
+  Link link;
+  Algorithm algorithm;
+};
+
+class LoopbackReduceScatterGraph : public ::testing::TestWithParam<GraphCase> {};
+
+TEST_P(LoopbackReduceScatterGraph, ReplaysWithFreshInputs) {
+  ASYNCTP_REQUIRE_SM90();
+  constexpr int kWorld = 4;
+  constexpr int kReplays = 3;
+  const GraphCase& c = GetParam();
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  const RsShape shape = draw_shape(kWorld, DType::bf16, c.algorithm == Algorithm::pipelined, rng);
+  SCOPED_TRACE(shape.to_string());
+  lb::print_case(seed, shape.to_string());
+  LoopbackGroup group(lb::loopback_config(kWorld, c.link));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
+  DeviceRsProblem problem(shape, rng);
+  ASSERT_NO_FATAL_FAILURE(problem.prepare());
+  const Options options = lb::options_for(c.algorithm);
+
+  lb::expect_all_ok(run(group, streams, problem, options, "direct call before capture"),
+                    c.algorithm);
+  ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+
+  ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+  std::vector<std::unique_ptr<RankCapture>> caps;
+  for (int r = 0; r < kWorld; ++r) caps.push_back(std::make_unique<RankCapture>());
+  lb::run_group_bounded(
+      group,
+      [&](Comm& comm) {
+        RankCapture& cap = *caps[static_cast<std::size_t>(comm.rank())];
+        const cudaStream_t s = streams[comm.rank()];
+        cap.begin = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+        if (cap.begin != cudaSuccess) return;
+        try {
+          (void)problem.call(comm, options, s);
+          cap.call_ok = true;
+        } catch (const std::exception& e) {
+          cap.message = e.what();
+        }
+        cap.end = cudaStreamEndCapture(s, &cap.graph);
+      },
+      "capture");
+  (void)cudaGetLastError();
+  streams.drain("after capture");
+  if (c.link == Link::pcie) {
+    // Refused: each rank's reduction would wait on its peers' graphs.
+    for (int r = 0; r < kWorld; ++r) {
+      RankCapture& cap = *caps[static_cast<std::size_t>(r)];
+      EXPECT_FALSE(cap.call_ok) << "rank " << r;
+      EXPECT_TRUE(lb::contains(cap.message, "Link::arrival")) << cap.message;
+    }
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("refused capture"));
+    lb::expect_all_ok(run(group, streams, problem, options, "direct call after the refusal"),
+                      c.algorithm);
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+    return;
+  }
+  for (int r = 0; r < kWorld; ++r) {
+    RankCapture& cap = *caps[static_cast<std::size_t>(r)];
+    ASSERT_EQ(cudaSuccess, cap.begin) << "rank " << r;
+    ASSERT_TRUE(cap.call_ok) << "rank " << r << ": " << cap.message;
+    ASSERT_EQ(cudaSuccess, cap.end) << "rank " << r << ": " << cudaGetErrorName(cap.end);
+    CUDA_ASSERT(cudaGraphInstantiate(&cap.exec, cap.graph, 0));
+  }
+  ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("after capture"));
+
+  for (int i = 0; i < kReplays; ++i) {
+    SCOPED_TRACE("replay " + std::to_string(i));
+    ASSERT_NO_FATAL_FAILURE(problem.refill(rng));
+    ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+    for (int r = 0; r < kWorld; ++r) {
+      CUDA_ASSERT(cudaGraphLaunch(caps[static_cast<std::size_t>(r)]->exec, streams[r]));
+    }
+    streams.drain("replay");
+    std::vector<std::string> errors(kWorld);
+    lb::run_group_bounded(
+        group,
+        [&](Comm& comm) {
+          try {
+            synchronize(comm);
+          } catch (const std::exception& e) {
+            errors[static_cast<std::size_t>(comm.rank())] = e.what();
+          }
+        },
+        "synchronize after replay");
+    for (int r = 0; r < kWorld; ++r) EXPECT_EQ("", errors[static_cast<std::size_t>(r)]);
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+    if (HasFailure()) break;
+  }
+
+  ASSERT_NO_FATAL_FAILURE(problem.refill(rng));
+  ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+  lb::expect_all_ok(run(group, streams, problem, options, "direct call after replays"),
+                    c.algorithm);
+  ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, LoopbackReduceScatterGraph,
+                         ::testing::Values(GraphCase{Link::pcie, Algorithm::pipelined},
+                                           GraphCase{Link::pcie, Algorithm::decomposed},
+                                           GraphCase{Link::arrival, Algorithm::pipelined},
+                                           GraphCase{Link::arrival, Algorithm::decomposed}),
+                         [](const ::testing::TestParamInfo<GraphCase>& info) {
+                           return std::string(cuda::to_string(info.param.link)) + "_" +
+                                  to_string(info.param.algorithm);
+                         });
+
+}  // namespace
+}  // namespace asynctp
