@@ -14,8 +14,19 @@
 namespace asynctp::tool {
 namespace {
 
-verify::AllGatherMatmulShape shape_of(const Args& args) {
+verify::ProblemShape shape_of(const Args& args) {
   return {args.world_size, args.m_per_rank(), args.n, args.k, args.dtype, args.b_col_major};
+}
+
+// -Wswitch names the places below when an op is added.
+std::uint64_t host_bytes(const Args& args) {
+  switch (args.op) {
+    case Op::all_gather_matmul:
+      return verify::AllGatherMatmulProblem::host_bytes(shape_of(args), args.check);
+    case Op::matmul_reduce_scatter:
+      return verify::MatmulReduceScatterProblem::host_bytes(shape_of(args), args.check);
+  }
+  throw std::logic_error("host_bytes: unknown op");
 }
 
 CheckResult check_result(const std::vector<verify::Verdict>& verdicts) {
@@ -31,15 +42,9 @@ CheckResult check_result(const std::vector<verify::Verdict>& verdicts) {
 
 }  // namespace
 
-// -Wswitch names the places below when an op is added.
-RunInfo enqueue_call(Op op, Backend& backend, Comm& comm, Options options) {
-  const RankViews v = backend.views(comm.rank());
+RunInfo enqueue_call(Backend& backend, Comm& comm, Options options) {
   options.stream = backend.stream(comm.rank());
-  switch (op) {
-    case Op::all_gather_matmul:
-      return fused_all_gather_matmul(comm, v.a_shard, v.b, v.c, &v.a_gathered, options);
-  }
-  throw std::logic_error("enqueue_call: unknown op");
+  return backend.problem().call(comm, backend.views(comm.rank()), options);
 }
 
 Options options_for(const Args& args, std::optional<Algorithm> algorithm, Trace* trace) {
@@ -63,7 +68,7 @@ void settle_seed_and_memory(Args& args) {
   const long page_size = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page_size <= 0) return;
   const double physical = static_cast<double>(pages) * static_cast<double>(page_size);
-  const auto needed = static_cast<double>(Problem::host_bytes(shape_of(args), args.check));
+  const auto needed = static_cast<double>(host_bytes(args));
   if (needed > physical) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
@@ -77,7 +82,13 @@ void settle_seed_and_memory(Args& args) {
 
 std::unique_ptr<Problem> make_problem(const Args& args, Progress& progress) {
   progress.set("[setup] drawing random inputs for " + std::to_string(args.world_size) + " ranks");
-  return std::make_unique<Problem>(shape_of(args), args.seed);
+  switch (args.op) {
+    case Op::all_gather_matmul:
+      return std::make_unique<verify::AllGatherMatmulProblem>(shape_of(args), args.seed);
+    case Op::matmul_reduce_scatter:
+      return std::make_unique<verify::MatmulReduceScatterProblem>(shape_of(args), args.seed);
+  }
+  throw std::logic_error("make_problem: unknown op");
 }
 
 void compute_references(Problem& problem, const Args& args, Progress& progress,
@@ -87,21 +98,15 @@ void compute_references(Problem& problem, const Args& args, Progress& progress,
   problem.compute_references(wanted);
 }
 
-RunInfo plan_call(Op op, Backend& backend, const Options& options) {
+RunInfo plan_call(Backend& backend, const Options& options) {
   int rank = 0;
   while (!backend.holds(rank)) ++rank;
-  const RankViews v = backend.views(rank);
-  switch (op) {
-    case Op::all_gather_matmul:
-      return plan_fused_all_gather_matmul(backend.comm(rank), v.a_shard, v.b, v.c, &v.a_gathered,
-                                          options);
-  }
-  throw std::logic_error("plan_call: unknown op");
+  return backend.problem().plan(backend.comm(rank), backend.views(rank), options);
 }
 
-void plan_row(Row& row, const Args& args, Backend& backend, const Options& options, bool must_run) {
+void plan_row(Row& row, Backend& backend, const Options& options, bool must_run) {
   try {
-    const RunInfo info = plan_call(args.op, backend, options);
+    const RunInfo info = plan_call(backend, options);
     row.tile_m = info.tile_m;
     row.tile_n = info.tile_n;
     row.reason = info.reason;
@@ -112,25 +117,34 @@ void plan_row(Row& row, const Args& args, Backend& backend, const Options& optio
   }
 }
 
-void check_row(Row& row, const Args& args, Backend& backend, const Problem& problem,
-               const Options& options, Progress& progress, const std::string& label) {
+void require_a_runnable_row(std::span<const Row> rows, const Args& args, const Backend& backend) {
+  for (const Row& row : rows) {
+    if (row.available) return;
+  }
+  throw Error(ErrorCode::unsupported, std::string("--op ") + to_string(args.op) + ": the " +
+                                          backend.info.name + " backend runs no algorithm of it: " +
+                                          (rows.empty() ? "" : rows.back().reason));
+}
+
+void check_row(Row& row, Backend& backend, const Options& options, Progress& progress,
+               const std::string& label) {
   progress.set(label + "checked call, compared with the float64 reference");
   backend.poison_outputs();
   backend.run([&](Comm& comm) {
-    enqueue_call(args.op, backend, comm, options);
+    enqueue_call(backend, comm, options);
     synchronize(comm);
   });
   backend.fetch_outputs();
-  row.check = check_result(problem.check());
+  row.check = check_result(backend.problem().check());
 }
 
-RunInfo time_row(Row& row, Op op, Backend& backend, const Options& options, int warmup, int iters,
+RunInfo time_row(Row& row, Backend& backend, const Options& options, int warmup, int iters,
                  Progress& progress, const std::string& label) {
   RunInfo rank0;
   const std::vector<double> ms = backend.time_calls(
       warmup + iters,
       [&](Comm& comm, int) {
-        const RunInfo info = enqueue_call(op, backend, comm, options);
+        const RunInfo info = enqueue_call(backend, comm, options);
         if (comm.rank() == 0) rank0 = info;
       },
       [&](int i, std::optional<double> last_ms) {
