@@ -142,10 +142,10 @@ class GemmBaseline {
   ~GemmBaseline();
   GemmBaseline(const GemmBaseline&) = delete;
   GemmBaseline& operator=(const GemmBaseline&) = delete;
-  // One GEMM, waited for. `host_c` (rows x n, row-major) is copied in first,
-  // so that a poisoned one shows the elements the GEMM never writes, and
-  // receives C.
-  void run_once(const TensorView& host_c);
+  // One GEMM on a poisoned C, waited for, its C copied back and compared
+  // with `reference` (its float64 product: every element written, within
+  // verify::tolerance of the dtype).
+  verify::Verdict check(const std::vector<double>& reference);
   // `count` GEMMs back to back, waited for: the time of each, in ms.
   std::vector<double> time(int count);
 

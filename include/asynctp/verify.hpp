@@ -78,6 +78,15 @@ Verdict check_all_gather_matmul(const TensorView& c, const TensorView* a_gathere
                                 const std::vector<TensorView>& a_shards,
                                 const std::vector<double>& reference);
 
+// Every rank's verdict in one: ok when all are, the largest error, and each
+// failure led by its rank ("rank 3: 12 C elements never written").
+struct Summary {
+  bool ok = true;
+  double max_relative_error = 0;  // infinite when some output is not finite
+  std::vector<std::string> failures;
+};
+Summary summarize(const std::vector<Verdict>& verdicts);
+
 // One rank's host copy of fused_matmul_reduce_scatter's out against its
 // reference: every element written, finite and within
 // reduce_scatter_tolerance(out's dtype, world_size).

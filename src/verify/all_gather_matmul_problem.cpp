@@ -8,9 +8,9 @@ AllGatherMatmulProblem::AllGatherMatmulProblem(const AllGatherMatmulShape& shape
     : Problem(shape) {
   const std::int64_t rows = shape.world_size * shape.m;
   for (int r = 0; r < shape.world_size; ++r) {
-    const Rank& rank = ranks_.emplace_back(Rank{
-        allocate(shape.m, shape.k), allocate(shape.k, shape.n, shape.b_col_major),
-        allocate(rows, shape.n), allocate(rows, shape.k)});
+    const Rank& rank = ranks_.emplace_back(Rank{allocate(shape.m, shape.k),
+                                                allocate(shape.k, shape.n, shape.b_col_major),
+                                                allocate(rows, shape.n), allocate(rows, shape.k)});
     add_rank({{{"A shard", rank.a_shard}, {"B", rank.b}},
               {{"C", rank.c}, {"gathered A", rank.a_gathered}}});
   }

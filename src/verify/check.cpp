@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 
 #include "asynctp/verify.hpp"
@@ -79,10 +80,20 @@ Verdict check_all_gather_matmul(const TensorView& c, const TensorView* a_gathere
   return verdict;
 }
 
+Summary summarize(const std::vector<Verdict>& verdicts) {
+  Summary summary;
+  for (std::size_t r = 0; r < verdicts.size(); ++r) {
+    summary.max_relative_error = std::max(summary.max_relative_error, verdicts[r].relative_error);
+    if (verdicts[r].ok) continue;
+    summary.ok = false;
+    summary.failures.push_back("rank " + std::to_string(r) + ": " + verdicts[r].failure);
+  }
+  return summary;
+}
+
 Verdict check_matmul_reduce_scatter(const TensorView& out, const std::vector<double>& reference,
                                     int world_size) {
-  Verdict verdict =
-      compare("out", out, reference, reduce_scatter_tolerance(out.dtype, world_size));
+  Verdict verdict = compare("out", out, reference, reduce_scatter_tolerance(out.dtype, world_size));
   verdict.ok = verdict.failure.empty();
   return verdict;
 }

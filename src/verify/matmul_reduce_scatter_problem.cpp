@@ -28,11 +28,10 @@ std::uint64_t MatmulReduceScatterProblem::host_bytes(const MatmulReduceScatterSh
     // copy of the rank's rows of one A and of one B at a time, on each host
     // thread at once.
     const auto concurrent = static_cast<std::uint64_t>(host_threads(shape.world_size));
-    total += world * bytes_of(shape.m, shape.n, DType::fp32) * 2 +
-             concurrent *
-                 (bytes_of(shape.m, shape.k, DType::fp32) +
-                  bytes_of(shape.k, shape.n, DType::fp32)) *
-                 2;
+    total +=
+        world * bytes_of(shape.m, shape.n, DType::fp32) * 2 +
+        concurrent *
+            (bytes_of(shape.m, shape.k, DType::fp32) + bytes_of(shape.k, shape.n, DType::fp32)) * 2;
   }
   return total;
 }
@@ -54,9 +53,7 @@ RunInfo MatmulReduceScatterProblem::plan(const Comm& comm, const RankTensors& on
 }
 
 // Rank 0's partial product, all M rows.
-std::vector<TensorView> MatmulReduceScatterProblem::gemm_a_blocks() const {
-  return {rank(0).a};
-}
+std::vector<TensorView> MatmulReduceScatterProblem::gemm_a_blocks() const { return {rank(0).a}; }
 
 std::vector<double> MatmulReduceScatterProblem::compute_reference(int rank) const {
   std::vector<TensorView> a, b;

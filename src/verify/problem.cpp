@@ -97,7 +97,8 @@ std::uint64_t Problem::tensor_bytes() const noexcept {
   std::uint64_t total = 0;
   for (const RankTensors& rank : state_->ranks) {
     for (const auto* list : {&rank.inputs, &rank.outputs}) {
-      for (const RankTensors::Named& t : *list) total += bytes_of(t.view.rows, t.view.cols, t.view.dtype);
+      for (const RankTensors::Named& t : *list)
+        total += bytes_of(t.view.rows, t.view.cols, t.view.dtype);
     }
   }
   return total;
@@ -105,7 +106,8 @@ std::uint64_t Problem::tensor_bytes() const noexcept {
 
 void Problem::compute_references(const std::function<bool(int)>& wanted) {
   state_->for_each_rank([&](int r) {
-    if (!wanted || wanted(r)) state_->references[static_cast<std::size_t>(r)] = compute_reference(r);
+    if (!wanted || wanted(r))
+      state_->references[static_cast<std::size_t>(r)] = compute_reference(r);
   });
 }
 

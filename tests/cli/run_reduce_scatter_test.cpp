@@ -39,8 +39,7 @@ std::vector<std::string> rs_run(int world_size, std::vector<std::string> extra) 
 // The bound the README derives for W summed bf16 partials.
 double bf16_tolerance(int world_size) {
   const double w = world_size;
-  return std::sqrt(w) * 4e-3 + (w - 1) * std::sqrt(w) * std::ldexp(1.0, -24) +
-         std::ldexp(1.0, -8);
+  return std::sqrt(w) * 4e-3 + (w - 1) * std::sqrt(w) * std::ldexp(1.0, -24) + std::ldexp(1.0, -8);
 }
 
 class CliReduceScatterCheck : public testing::TestWithParam<int> {};
@@ -150,8 +149,9 @@ TEST(CliReduceScatter, TraceShipsEveryPeerChunkAndReducesEveryPartial) {
 TEST(CliReduceScatter, UnknownOpIsAUsageErrorNamingTheFlag) {
   const ToolResult r = run_tool({"run", "--op", "reduce-scatter"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_TRUE(contains(r.err, "--op: must be all-gather-matmul or matmul-reduce-scatter, got "
-                              "'reduce-scatter'"))
+  EXPECT_TRUE(contains(r.err,
+                       "--op: must be all-gather-matmul or matmul-reduce-scatter, got "
+                       "'reduce-scatter'"))
       << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
 }

@@ -172,10 +172,9 @@ const Flag kOp{"--op", nullptr, "OP", set_op,
                "all-gather-matmul): C = allgather(A) @ B, or rank r gets\n"
                "its M / W rows of the sum over s of A_s @ B_s"};
 const Flag kM{"-m", nullptr, "M", set_m,
-              "GLOBAL rows, divisible by W: of the gathered A and C\n"
-              "(each rank's shard has M / W rows), or of every rank's A\n"
-              "in matmul-reduce-scatter (each out has M / W rows)\n"
-              "(default 8192)"};
+              "GLOBAL rows, divisible by W: of the gathered A and C, or\n"
+              "of every rank's A in matmul-reduce-scatter; each rank's\n"
+              "A shard or out has M / W rows (default 8192)"};
 
 const std::vector<Flag> kRunFlags = {
     kOp,

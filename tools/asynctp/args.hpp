@@ -56,9 +56,7 @@ struct Args {
   BackendChoice backend = BackendChoice::automatic;
   int world_size = 8;
   bool world_size_given = false;
-  // Rows of the gathered A and C (all-gather), of every rank's A
-  // (reduce-scatter); each rank's shard or out has m_global / world_size.
-  std::int64_t m_global = 8192;
+  std::int64_t m_global = 8192;  // M; each rank's A shard or out has M / W rows
   std::int64_t n = 2048;
   std::int64_t k = 2048;  // K of each rank's GEMM: its K-slice in the reduce-scatter
   AlgoChoice algo = AlgoChoice::all;

@@ -58,22 +58,10 @@ void measure_link(const Args& all, LinkChoice link, Problem& problem, Progress& 
   // On rank 0's GPU, beside its B (every op's second input).
   const TensorView device_b = backend->views(0).inputs.at(1).view;
   bench::set_device(device_b.device.index);
-  const std::vector<TensorView> a_blocks = problem.gemm_a_blocks();
-  bench::GemmBaseline gemm(a_blocks, device_b);
+  bench::GemmBaseline gemm(problem.gemm_a_blocks(), device_b);
   if (args.check) {
     progress.set(label_of(link, "cublas") + "checked call, compared with the float64 reference");
-    std::int64_t rows_of_c = 0;
-    for (const TensorView& block : a_blocks) rows_of_c += block.rows;
-    // 4-byte elements: aligned for every dtype.
-    std::vector<std::uint32_t> staging(
-        static_cast<std::size_t>(rows_of_c * args.n) * element_size(args.dtype) / 4 + 1);
-    const TensorView c = TensorView::row_major(staging.data(), args.dtype, rows_of_c, args.n);
-    verify::poison(c);
-    gemm.run_once(c);
-    const verify::Verdict v =
-        verify::check_all_gather_matmul(c, nullptr, {}, problem.gemm_reference());
-    gemm_row.check = CheckResult{v.ok, v.relative_error, {}};
-    if (!v.ok) gemm_row.check->failures.push_back(v.failure);
+    gemm_row.check = verify::summarize({gemm.check(problem.gemm_reference())});
   }
   const int gemms_per_round = link == LinkChoice::nccl ? 1 : args.world_size;
 
@@ -83,9 +71,8 @@ void measure_link(const Args& all, LinkChoice link, Problem& problem, Progress& 
     const std::string of =
         warmup ? "" : "round " + std::to_string(round) + "/" + std::to_string(args.iters) + " ";
     for (std::size_t i : timed) {
-      time_row(rows[i], *backend, options_for(args, rows[i].algorithm),
-               warmup ? args.warmup : 0, warmup ? 0 : 1, progress,
-               label_of(link, rows[i].label) + of);
+      time_row(rows[i], *backend, options_for(args, rows[i].algorithm), warmup ? args.warmup : 0,
+               warmup ? 0 : 1, progress, label_of(link, rows[i].label) + of);
     }
     progress.set(label_of(link, "cublas") + (warmup ? "warmup" : of));
     const std::vector<double> ms = gemm.time((warmup ? args.warmup : 1) * gemms_per_round);

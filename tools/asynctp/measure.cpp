@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
+#include <type_traits>
 
 #include "asynctp/bench.hpp"
 #include "asynctp/error.hpp"
@@ -18,26 +19,17 @@ verify::ProblemShape shape_of(const Args& args) {
   return {args.world_size, args.m_per_rank(), args.n, args.k, args.dtype, args.b_col_major};
 }
 
-// -Wswitch names the places below when an op is added.
-std::uint64_t host_bytes(const Args& args) {
-  switch (args.op) {
+// fn(std::type_identity<the op's verify problem>): the one place an op's
+// type is named, which -Wswitch points to when an op is added.
+template <typename Fn>
+auto with_problem_type(Op op, Fn&& fn) {
+  switch (op) {
     case Op::all_gather_matmul:
-      return verify::AllGatherMatmulProblem::host_bytes(shape_of(args), args.check);
+      return fn(std::type_identity<verify::AllGatherMatmulProblem>{});
     case Op::matmul_reduce_scatter:
-      return verify::MatmulReduceScatterProblem::host_bytes(shape_of(args), args.check);
+      return fn(std::type_identity<verify::MatmulReduceScatterProblem>{});
   }
-  throw std::logic_error("host_bytes: unknown op");
-}
-
-CheckResult check_result(const std::vector<verify::Verdict>& verdicts) {
-  CheckResult result;
-  for (std::size_t r = 0; r < verdicts.size(); ++r) {
-    result.max_rel_error = std::max(result.max_rel_error, verdicts[r].relative_error);
-    if (verdicts[r].ok) continue;
-    result.ok = false;
-    result.failures.push_back("rank " + std::to_string(r) + ": " + verdicts[r].failure);
-  }
-  return result;
+  throw std::logic_error("unknown op");
 }
 
 }  // namespace
@@ -68,7 +60,9 @@ void settle_seed_and_memory(Args& args) {
   const long page_size = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page_size <= 0) return;
   const double physical = static_cast<double>(pages) * static_cast<double>(page_size);
-  const auto needed = static_cast<double>(host_bytes(args));
+  const auto needed = static_cast<double>(with_problem_type(args.op, [&](auto type) {
+    return decltype(type)::type::host_bytes(shape_of(args), args.check);
+  }));
   if (needed > physical) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
@@ -82,13 +76,9 @@ void settle_seed_and_memory(Args& args) {
 
 std::unique_ptr<Problem> make_problem(const Args& args, Progress& progress) {
   progress.set("[setup] drawing random inputs for " + std::to_string(args.world_size) + " ranks");
-  switch (args.op) {
-    case Op::all_gather_matmul:
-      return std::make_unique<verify::AllGatherMatmulProblem>(shape_of(args), args.seed);
-    case Op::matmul_reduce_scatter:
-      return std::make_unique<verify::MatmulReduceScatterProblem>(shape_of(args), args.seed);
-  }
-  throw std::logic_error("make_problem: unknown op");
+  return with_problem_type(args.op, [&](auto type) -> std::unique_ptr<Problem> {
+    return std::make_unique<typename decltype(type)::type>(shape_of(args), args.seed);
+  });
 }
 
 void compute_references(Problem& problem, const Args& args, Progress& progress,
@@ -118,12 +108,10 @@ void plan_row(Row& row, Backend& backend, const Options& options, bool must_run)
 }
 
 void require_a_runnable_row(std::span<const Row> rows, const Args& args, const Backend& backend) {
-  for (const Row& row : rows) {
-    if (row.available) return;
-  }
-  throw Error(ErrorCode::unsupported, std::string("--op ") + to_string(args.op) + ": the " +
-                                          backend.info.name + " backend runs no algorithm of it: " +
-                                          (rows.empty() ? "" : rows.back().reason));
+  if (std::any_of(rows.begin(), rows.end(), [](const Row& row) { return row.available; })) return;
+  throw Error(ErrorCode::unsupported,
+              std::string("--op ") + to_string(args.op) + ": the " + backend.info.name +
+                  " backend runs no algorithm of it: " + (rows.empty() ? "" : rows.back().reason));
 }
 
 void check_row(Row& row, Backend& backend, const Options& options, Progress& progress,
@@ -135,7 +123,7 @@ void check_row(Row& row, Backend& backend, const Options& options, Progress& pro
     synchronize(comm);
   });
   backend.fetch_outputs();
-  row.check = check_result(backend.problem().check());
+  row.check = verify::summarize(backend.problem().check());
 }
 
 RunInfo time_row(Row& row, Backend& backend, const Options& options, int warmup, int iters,

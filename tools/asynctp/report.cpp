@@ -28,9 +28,7 @@ std::string optional_number(const std::optional<double>& value, const char* fmt)
 // The op: what the report calls it and says of its check, the work of one
 // call, and the bytes a rank receives.
 struct OpFacts {
-  const char* title;
-  const char* formula;
-  const char* decomposed;  // what the decomposed baseline runs, in order
+  const char* title;       // and its formula
   const char* k_per;       // what K is counted per: "" or " per rank"
   const char* check_also;  // what --check compares beyond the outputs
   double tolerance;
@@ -41,22 +39,14 @@ OpFacts facts_of(const Args& a) {
   const auto peer_rows = static_cast<double>(a.m_global - a.m_per_rank());
   switch (a.op) {
     case Op::all_gather_matmul:
-      return {"fused all-gather + matmul", "C = allgather(A) @ B",
-              "the all-gather followed by the GEMM", "", ", gathered A bitwise equal",
+      return {"fused all-gather + matmul, C = allgather(A) @ B", "", ", gathered A bitwise equal",
               verify::tolerance(a.dtype), peer_rows * static_cast<double>(a.k)};
     case Op::matmul_reduce_scatter:
-      return {"fused matmul + reduce-scatter", "out_r = rows r of sum_s A_s @ B_s",
-              "the GEMM followed by the reduce-scatter", " per rank", "",
+      return {"fused matmul + reduce-scatter, out_r = rows r of sum_s A_s @ B_s", " per rank", "",
               verify::reduce_scatter_tolerance(a.dtype, a.world_size),
               peer_rows * static_cast<double>(a.n)};
   }
-  return {"unknown op", "", "", "", "", 0, 0};
-}
-
-// Each rank's GEMM: M x N outputs of K multiply-adds in either op.
-double flops(const Args& a) {
-  return 2.0 * static_cast<double>(a.m_global) * static_cast<double>(a.n) *
-         static_cast<double>(a.k);
+  return {"unknown op", "", "", 0, 0};
 }
 
 // Figures derived from the rows: speedups compare with decomposed over the
@@ -64,7 +54,10 @@ double flops(const Args& a) {
 
 double tflops(const Report& r, const Row& row) {
   if (!row.available || row.median_ms <= 0) return 0;
-  return flops(r.args) / (row.median_ms * 1e-3) / 1e12;
+  // Each rank's GEMM, in either op: M x N outputs of K multiply-adds.
+  const double flops = 2.0 * static_cast<double>(r.args.m_global) * static_cast<double>(r.args.n) *
+                       static_cast<double>(r.args.k);
+  return flops / (row.median_ms * 1e-3) / 1e12;
 }
 
 // The median of the available row that ran `algorithm` over `link`
@@ -116,7 +109,9 @@ std::string speedup_x(const Report& r, const Row& row) {
 }
 std::string max_error(const Report&, const Row& row) {
   if (!row.check) return "-";
-  return std::isfinite(row.check->max_rel_error) ? format("%.2e", row.check->max_rel_error) : "inf";
+  return std::isfinite(row.check->max_relative_error)
+             ? format("%.2e", row.check->max_relative_error)
+             : "inf";
 }
 
 const std::vector<Column> kRunColumns = {
@@ -189,7 +184,7 @@ std::string header(const Report& r, const std::string& what, const std::string& 
 }
 
 std::string run_header(const Report& r) {
-  return header(r, std::string("run: ") + facts_of(r.args).title + ", " + facts_of(r.args).formula,
+  return header(r, std::string("run: ") + facts_of(r.args).title,
                 format("backend %s, world size %d, %s", r.backend.name.c_str(), r.args.world_size,
                        r.backend.detail.c_str())) +
          "# time: median over iterations of " + r.backend.timing_rule + "\n";
@@ -220,8 +215,8 @@ std::string bench_header(const Report& r) {
          "#   work begins and where it is joined; ranks serialized; the arrival link places the\n"
          "#   peer chunks before the span, its release times stand for the transfer); nccl: the\n"
          "#   slowest rank's call. cublas: rank 0's whole GEMM alone (T_gemm).\n"
-         "#   T_comm = T_decomposed - T_gemm (derived, not measured: decomposed is " +
-         facts_of(r.args).decomposed + ",\n#   no overlap)\n";
+         "#   T_comm = T_decomposed - T_gemm (derived, not measured: decomposed runs the\n"
+         "#   communication and the GEMM one after the other, no overlap)\n";
 }
 
 std::string link_footer(const Report& r, LinkChoice link) {
@@ -295,7 +290,7 @@ void json_problem(JsonWriter& j, const Args& a) {
 
 // Infinite errors (non-finite outputs) print as null; check_ok still says false.
 void json_check(JsonWriter& j, const Row& row) {
-  j.field("max_rel_error", row.check ? std::optional(row.check->max_rel_error) : std::nullopt);
+  j.field("max_rel_error", row.check ? std::optional(row.check->max_relative_error) : std::nullopt);
   j.field("check_ok", row.check ? std::optional(row.check->ok) : std::nullopt);
   if (row.check && !row.check->failures.empty()) j.field("check_failures", row.check->failures);
 }
