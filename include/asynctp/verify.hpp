@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "asynctp/comm.hpp"
@@ -174,6 +175,13 @@ class Problem {
   // How many host threads a problem of W ranks uses at once.
   static int host_threads(int world_size);
   static std::uint64_t bytes_of(std::int64_t rows, std::int64_t cols, DType dtype);
+  // What host_bytes says of a problem whose ranks each hold
+  // `tensor_elements` elements of shape.dtype, keep a reference of
+  // `reference_elements` float64s, and need `scratch_elements` float64s on
+  // each host thread while one reference is computed.
+  static std::uint64_t host_bytes_of(const ProblemShape& shape, bool with_references,
+                                     std::int64_t tensor_elements, std::int64_t reference_elements,
+                                     std::int64_t scratch_elements);
 
   virtual std::vector<double> compute_reference(int rank) const = 0;
   virtual Verdict check_rank(int rank, const std::vector<double>& reference) const = 0;
@@ -183,19 +191,42 @@ class Problem {
   std::unique_ptr<State> state_;
 };
 
+// An op's problem with its ranks' arguments by name (RankArguments).
+template <typename RankArguments>
+class ProblemOf : public Problem {
+ public:
+  using Rank = RankArguments;
+  const Rank& rank(int r) const { return ranks_.at(static_cast<std::size_t>(r)); }
+
+ protected:
+  using Problem::Problem;
+  // W ranks, each with the arguments make() returns beside their
+  // RankTensors; then every rank's inputs are drawn.
+  template <typename Make>
+  void add_ranks(std::uint64_t seed, Make&& make) {
+    for (int r = 0; r < shape().world_size; ++r) {
+      auto [arguments, tensors] = make();
+      ranks_.push_back(arguments);
+      add_rank(std::move(tensors));
+    }
+    fill_inputs(seed);
+  }
+  std::vector<Rank> ranks_;
+};
+
+// One rank's arguments of fused_all_gather_matmul.
+struct AllGatherMatmulRank {
+  TensorView a_shard;     // m x k, row-major
+  TensorView b;           // k x n, row- or column-major
+  TensorView c;           // (W*m) x n, row-major
+  TensorView a_gathered;  // (W*m) x k, row-major
+};
+
 // fused_all_gather_matmul across W ranks. Each rank holds its A shard and its
 // own B (in a column-parallel layer each rank holds another slice of the
 // weight) and receives C and the gathered A.
-class AllGatherMatmulProblem final : public Problem {
+class AllGatherMatmulProblem final : public ProblemOf<AllGatherMatmulRank> {
  public:
-  // One rank's arguments of fused_all_gather_matmul.
-  struct Rank {
-    TensorView a_shard;     // m x k, row-major
-    TensorView b;           // k x n, row- or column-major
-    TensorView c;           // (W*m) x n, row-major
-    TensorView a_gathered;  // (W*m) x k, row-major
-  };
-
   // Throws std::bad_alloc when the memory is not there.
   AllGatherMatmulProblem(const AllGatherMatmulShape& shape, std::uint64_t seed);
 
@@ -203,7 +234,6 @@ class AllGatherMatmulProblem final : public Problem {
   // computing them needs at once: to refuse one that cannot fit up front.
   static std::uint64_t host_bytes(const AllGatherMatmulShape& shape, bool with_references);
 
-  const Rank& rank(int r) const;
   RunInfo call(Comm& comm, const RankTensors& on, const Options& options) const override;
   RunInfo plan(const Comm& comm, const RankTensors& on, const Options& options) const override;
   std::vector<TensorView> gemm_a_blocks() const override;
@@ -212,28 +242,26 @@ class AllGatherMatmulProblem final : public Problem {
  private:
   std::vector<double> compute_reference(int rank) const override;
   Verdict check_rank(int rank, const std::vector<double>& reference) const override;
-  std::vector<Rank> ranks_;
+};
+
+// One rank's arguments of fused_matmul_reduce_scatter.
+struct MatmulReduceScatterRank {
+  TensorView a;    // (W*m) x k, row-major
+  TensorView b;    // k x n, row- or column-major
+  TensorView out;  // m x n, row-major
 };
 
 // fused_matmul_reduce_scatter across W ranks, every rank with the same
 // K-slice k. Each rank holds A (M x k, M = W * m) and B and receives its m
 // rows of the sum of the W partial products.
-class MatmulReduceScatterProblem final : public Problem {
+class MatmulReduceScatterProblem final : public ProblemOf<MatmulReduceScatterRank> {
  public:
-  // One rank's arguments of fused_matmul_reduce_scatter.
-  struct Rank {
-    TensorView a;    // (W*m) x k, row-major
-    TensorView b;    // k x n, row- or column-major
-    TensorView out;  // m x n, row-major
-  };
-
   // Throws std::bad_alloc when the memory is not there.
   MatmulReduceScatterProblem(const MatmulReduceScatterShape& shape, std::uint64_t seed);
 
   // As AllGatherMatmulProblem::host_bytes.
   static std::uint64_t host_bytes(const MatmulReduceScatterShape& shape, bool with_references);
 
-  const Rank& rank(int r) const;
   RunInfo call(Comm& comm, const RankTensors& on, const Options& options) const override;
   RunInfo plan(const Comm& comm, const RankTensors& on, const Options& options) const override;
   std::vector<TensorView> gemm_a_blocks() const override;
@@ -241,7 +269,6 @@ class MatmulReduceScatterProblem final : public Problem {
  private:
   std::vector<double> compute_reference(int rank) const override;
   Verdict check_rank(int rank, const std::vector<double>& reference) const override;
-  std::vector<Rank> ranks_;
 };
 
 }  // namespace asynctp::verify

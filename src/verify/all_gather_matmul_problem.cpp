@@ -5,39 +5,24 @@ namespace asynctp::verify {
 
 AllGatherMatmulProblem::AllGatherMatmulProblem(const AllGatherMatmulShape& shape,
                                                std::uint64_t seed)
-    : Problem(shape) {
+    : ProblemOf(shape) {
   const std::int64_t rows = shape.world_size * shape.m;
-  for (int r = 0; r < shape.world_size; ++r) {
-    const Rank& rank = ranks_.emplace_back(Rank{allocate(shape.m, shape.k),
-                                                allocate(shape.k, shape.n, shape.b_col_major),
-                                                allocate(rows, shape.n), allocate(rows, shape.k)});
-    add_rank({{{"A shard", rank.a_shard}, {"B", rank.b}},
-              {{"C", rank.c}, {"gathered A", rank.a_gathered}}});
-  }
-  fill_inputs(seed);
+  add_ranks(seed, [&] {
+    const Rank rank{allocate(shape.m, shape.k), allocate(shape.k, shape.n, shape.b_col_major),
+                    allocate(rows, shape.n), allocate(rows, shape.k)};
+    return std::pair{rank, RankTensors{{{"A shard", rank.a_shard}, {"B", rank.b}},
+                                       {{"C", rank.c}, {"gathered A", rank.a_gathered}}}};
+  });
 }
 
+// A float64 C per rank is kept; building one also needs the float64
+// gathered A and B while its GEMM runs.
 std::uint64_t AllGatherMatmulProblem::host_bytes(const AllGatherMatmulShape& shape,
                                                  bool with_references) {
   const std::int64_t rows = shape.world_size * shape.m;
-  const auto world = static_cast<std::uint64_t>(shape.world_size);
-  std::uint64_t total =
-      world * (bytes_of(shape.m, shape.k, shape.dtype) + bytes_of(shape.k, shape.n, shape.dtype) +
-               bytes_of(rows, shape.n, shape.dtype) + bytes_of(rows, shape.k, shape.dtype));
-  if (with_references) {
-    // One float64 C per rank is kept; building one also needs the float64
-    // gathered A and B while its GEMM runs, on each host thread at once.
-    const auto concurrent = static_cast<std::uint64_t>(host_threads(shape.world_size));
-    total += world * bytes_of(rows, shape.n, DType::fp32) * 2 +
-             concurrent *
-                 (bytes_of(rows, shape.k, DType::fp32) + bytes_of(shape.k, shape.n, DType::fp32)) *
-                 2;
-  }
-  return total;
-}
-
-const AllGatherMatmulProblem::Rank& AllGatherMatmulProblem::rank(int r) const {
-  return ranks_.at(static_cast<std::size_t>(r));
+  return host_bytes_of(shape, with_references,
+                       shape.m * shape.k + shape.k * shape.n + rows * shape.n + rows * shape.k,
+                       rows * shape.n, rows * shape.k + shape.k * shape.n);
 }
 
 RunInfo AllGatherMatmulProblem::call(Comm& comm, const RankTensors& on,

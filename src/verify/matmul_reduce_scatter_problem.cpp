@@ -5,39 +5,22 @@ namespace asynctp::verify {
 
 MatmulReduceScatterProblem::MatmulReduceScatterProblem(const MatmulReduceScatterShape& shape,
                                                        std::uint64_t seed)
-    : Problem(shape) {
-  const std::int64_t rows = shape.world_size * shape.m;
-  for (int r = 0; r < shape.world_size; ++r) {
-    const Rank& rank = ranks_.emplace_back(Rank{allocate(rows, shape.k),
-                                                allocate(shape.k, shape.n, shape.b_col_major),
-                                                allocate(shape.m, shape.n)});
-    add_rank({{{"A", rank.a}, {"B", rank.b}}, {{"out", rank.out}}});
-  }
-  fill_inputs(seed);
+    : ProblemOf(shape) {
+  add_ranks(seed, [&] {
+    const Rank rank{allocate(shape.world_size * shape.m, shape.k),
+                    allocate(shape.k, shape.n, shape.b_col_major), allocate(shape.m, shape.n)};
+    return std::pair{rank, RankTensors{{{"A", rank.a}, {"B", rank.b}}, {{"out", rank.out}}}};
+  });
 }
 
+// A float64 out per rank is kept; building one also needs float64 copies of
+// the rank's rows of one A and of one B at a time.
 std::uint64_t MatmulReduceScatterProblem::host_bytes(const MatmulReduceScatterShape& shape,
                                                      bool with_references) {
   const std::int64_t rows = shape.world_size * shape.m;
-  const auto world = static_cast<std::uint64_t>(shape.world_size);
-  std::uint64_t total =
-      world * (bytes_of(rows, shape.k, shape.dtype) + bytes_of(shape.k, shape.n, shape.dtype) +
-               bytes_of(shape.m, shape.n, shape.dtype));
-  if (with_references) {
-    // One float64 out per rank is kept; building one also needs a float64
-    // copy of the rank's rows of one A and of one B at a time, on each host
-    // thread at once.
-    const auto concurrent = static_cast<std::uint64_t>(host_threads(shape.world_size));
-    total +=
-        world * bytes_of(shape.m, shape.n, DType::fp32) * 2 +
-        concurrent *
-            (bytes_of(shape.m, shape.k, DType::fp32) + bytes_of(shape.k, shape.n, DType::fp32)) * 2;
-  }
-  return total;
-}
-
-const MatmulReduceScatterProblem::Rank& MatmulReduceScatterProblem::rank(int r) const {
-  return ranks_.at(static_cast<std::size_t>(r));
+  return host_bytes_of(shape, with_references,
+                       rows * shape.k + shape.k * shape.n + shape.m * shape.n, shape.m * shape.n,
+                       shape.m * shape.k + shape.k * shape.n);
 }
 
 RunInfo MatmulReduceScatterProblem::call(Comm& comm, const RankTensors& on,

@@ -65,6 +65,18 @@ std::uint64_t Problem::bytes_of(std::int64_t rows, std::int64_t cols, DType dtyp
   return static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * element_size(dtype);
 }
 
+std::uint64_t Problem::host_bytes_of(const ProblemShape& shape, bool with_references,
+                                     std::int64_t tensor_elements, std::int64_t reference_elements,
+                                     std::int64_t scratch_elements) {
+  const auto world = static_cast<std::uint64_t>(shape.world_size);
+  std::uint64_t total = world * bytes_of(tensor_elements, 1, shape.dtype);
+  if (!with_references) return total;
+  const auto threads = static_cast<std::uint64_t>(host_threads(shape.world_size));
+  return total + (world * static_cast<std::uint64_t>(reference_elements) +
+                  threads * static_cast<std::uint64_t>(scratch_elements)) *
+                     sizeof(double);
+}
+
 // A cache line's alignment (the library demands 16 bytes; a line keeps ranks
 // from sharing one).
 TensorView Problem::allocate(std::int64_t rows, std::int64_t cols, bool col_major) {

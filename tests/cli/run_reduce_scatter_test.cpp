@@ -84,12 +84,9 @@ TEST(CliReduceScatter, JsonNamesTheOpShapesAndTheDerivedTolerance) {
   const Json doc = parse_json(r.out);
   EXPECT_EQ(doc["op"].string, "matmul-reduce-scatter");
   EXPECT_EQ(doc["backend"].string, "cpu");
-  EXPECT_EQ(doc["world_size"].number, 4);
-  EXPECT_EQ(doc["M"].number, 1024);
-  EXPECT_EQ(doc["m_per_rank"].number, 256);
-  EXPECT_EQ(doc["N"].number, 128);
-  EXPECT_EQ(doc["K"].number, 128);
-  EXPECT_EQ(doc["seed"].number, 9);
+  const std::map<std::string, double> numbers = {
+      {"world_size", 4}, {"M", 1024}, {"m_per_rank", 256}, {"N", 128}, {"K", 128}, {"seed", 9}};
+  for (const auto& [key, value] : numbers) EXPECT_EQ(doc[key].number, value) << key;
   EXPECT_TRUE(doc["check"].boolean);
   EXPECT_NEAR(doc["tolerance"].number, bf16_tolerance(4), 1e-6);
   EXPECT_FALSE(doc["planner"]["algorithm"].is_null());
