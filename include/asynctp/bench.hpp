@@ -142,10 +142,10 @@ class GemmBaseline {
   ~GemmBaseline();
   GemmBaseline(const GemmBaseline&) = delete;
   GemmBaseline& operator=(const GemmBaseline&) = delete;
-  // One GEMM, waited for. `host_c` (rows x n, row-major) is copied in first,
-  // so that a poisoned one shows the elements the GEMM never writes, and
-  // receives C.
-  void run_once(const TensorView& host_c);
+  // One GEMM on a poisoned C, waited for, its C copied back and compared
+  // with `reference` (its float64 product: every element written, within
+  // verify::tolerance of the dtype).
+  verify::Verdict check(const std::vector<double>& reference);
   // `count` GEMMs back to back, waited for: the time of each, in ms.
   std::vector<double> time(int count);
 
@@ -154,24 +154,24 @@ class GemmBaseline {
   std::unique_ptr<Impl> impl_;
 };
 
-// One rank of a verify::AllGatherMatmulProblem on the current GPU: device
-// copies of its tensors, the inputs uploaded when made, and a stream for
-// the rank's calls. `who` names the rank in errors ("rank 3's ").
+// One rank of a verify::Problem on the current GPU: device copies of its
+// tensors, the inputs uploaded when made, and a stream for the rank's calls.
+// `who` names the rank in errors ("rank 3's ").
 class DeviceRank {
  public:
-  using Tensors = verify::AllGatherMatmulProblem::Rank;
-  DeviceRank(const Tensors& host, int device, const std::string& who);
-  // The call's arguments on the device.
-  Tensors views() const;
+  DeviceRank(const verify::RankTensors& host, int device, const std::string& who);
+  // The call's arguments on the device, in the host tensors' order.
+  const verify::RankTensors& views() const noexcept { return views_; }
   void* stream() const noexcept { return stream_.get(); }
   // The host outputs (poisoned, say) onto the device, and back; waited for.
   void upload_outputs();
   void download_outputs();
 
  private:
-  Tensors host_;
+  verify::RankTensors host_;
+  verify::RankTensors views_;
   Stream stream_;
-  DeviceTensor a_shard_, b_, c_, a_gathered_;
+  std::vector<std::unique_ptr<DeviceTensor>> inputs_, outputs_;
 };
 
 // ---- Timed collective calls, every rank's, as `asynctp run` reports them.

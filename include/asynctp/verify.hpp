@@ -10,8 +10,11 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "asynctp/comm.hpp"
+#include "asynctp/options.hpp"
 #include "asynctp/tensor.hpp"
 
 namespace asynctp::verify {
@@ -41,9 +44,21 @@ void poison(const TensorView& host) noexcept;
 std::vector<double> reference_all_gather_matmul(const std::vector<TensorView>& a_shards,
                                                 const TensorView& b);
 
+// What fused_matmul_reduce_scatter's out is on rank `rank`, in float64:
+// its M/W rows of the sum over s of a[s] @ b[s] ((M/W) x b[s].cols,
+// row-major), W = a.size(). Inputs are read exactly.
+std::vector<double> reference_matmul_reduce_scatter(const std::vector<TensorView>& a,
+                                                    const std::vector<TensorView>& b, int rank);
+
 // The relative Frobenius error an output stored as `dtype` may have with fp32
 // accumulation: about one ulp of the output, whose rounding dominates.
 double tolerance(DType dtype) noexcept;
+
+// The same for fused_matmul_reduce_scatter over `world_size` ranks, whose
+// output sums W rounded partials: sqrt(W) tolerance(dtype) + (W - 1) sqrt(W)
+// 2^-24 + the dtype's unit roundoff (derived in the README, "Matmul +
+// reduce-scatter"). Holds for uncorrelated partials, as random inputs give.
+double reduce_scatter_tolerance(DType dtype, int world_size) noexcept;
 
 struct Verdict {
   bool ok = true;
@@ -64,45 +79,72 @@ Verdict check_all_gather_matmul(const TensorView& c, const TensorView* a_gathere
                                 const std::vector<TensorView>& a_shards,
                                 const std::vector<double>& reference);
 
-// ---- One fused_all_gather_matmul problem across W ranks, whole.
+// Every rank's verdict in one: ok when all are, the largest error, and each
+// failure led by its rank ("rank 3: 12 C elements never written").
+struct Summary {
+  bool ok = true;
+  double max_relative_error = 0;  // infinite when some output is not finite
+  std::vector<std::string> failures;
+};
+Summary summarize(const std::vector<Verdict>& verdicts);
 
-struct AllGatherMatmulShape {
+// One rank's host copy of fused_matmul_reduce_scatter's out against its
+// reference: every element written, finite and within
+// reduce_scatter_tolerance(out's dtype, world_size).
+Verdict check_matmul_reduce_scatter(const TensorView& out, const std::vector<double>& reference,
+                                    int world_size);
+
+// ---- One op's problem across W ranks, whole.
+
+// The sizes of a problem. Both ops speak of M = W * m rows: the gathered A
+// and C of the all-gather, every rank's A of the reduce-scatter.
+struct ProblemShape {
   int world_size = 1;
-  std::int64_t m = 0;  // rows of each rank's A shard; C and the gathered A have W * m
+  // Rows per rank: of each rank's A shard (all-gather), of each rank's out
+  // (reduce-scatter).
+  std::int64_t m = 0;
   std::int64_t n = 0;
+  // Columns of each rank's A, rows of its B: each rank's K-slice in the
+  // reduce-scatter.
   std::int64_t k = 0;
   DType dtype = DType::bf16;
   bool b_col_major = false;
 };
+using AllGatherMatmulShape = ProblemShape;
+using MatmulReduceScatterShape = ProblemShape;
 
-// Every rank's host tensors: its A shard and its own B (in a column-parallel
-// layer each rank holds another slice of the weight), drawn with
-// Random(seed, rank), A shard first, and the outputs it receives. Each
-// rank's memory is first touched by the thread that fills it; the host work
-// (filling, references, checks) runs on at most the machine's hardware
-// threads, so that many ranks do not mean as many float64 GEMMs in memory.
-class AllGatherMatmulProblem {
- public:
-  // One rank's arguments of fused_all_gather_matmul.
-  struct Rank {
-    TensorView a_shard;     // m x k, row-major
-    TensorView b;           // k x n, row- or column-major
-    TensorView c;           // (W*m) x n, row-major
-    TensorView a_gathered;  // (W*m) x k, row-major
+// One rank's tensors of a call, in the op's argument order: the inputs, drawn
+// from Random(seed, rank) in this order, and the outputs, poisoned before a
+// checked call. Each is named as errors name it ("A shard").
+struct RankTensors {
+  struct Named {
+    std::string name;
+    TensorView view;
   };
+  std::vector<Named> inputs;
+  std::vector<Named> outputs;
+};
 
-  // Throws std::bad_alloc when the memory is not there.
-  AllGatherMatmulProblem(const AllGatherMatmulShape& shape, std::uint64_t seed);
-  ~AllGatherMatmulProblem();
-  AllGatherMatmulProblem(const AllGatherMatmulProblem&) = delete;
-  AllGatherMatmulProblem& operator=(const AllGatherMatmulProblem&) = delete;
+// What every op's problem shares: every rank's host tensors (each rank's
+// memory first touched by the thread that fills it), their references and
+// checks. The host work (filling, references, checks) runs on at most the
+// machine's hardware threads, so that many ranks do not mean as many float64
+// GEMMs in memory. The op's own part is its tensors, call, reference and check.
+class Problem {
+ public:
+  virtual ~Problem();
+  Problem(const Problem&) = delete;
+  Problem& operator=(const Problem&) = delete;
 
-  // The host memory a problem of `shape` takes, with its references and what
-  // computing them needs at once: to refuse one that cannot fit up front.
-  static std::uint64_t host_bytes(const AllGatherMatmulShape& shape, bool with_references);
+  const ProblemShape& shape() const noexcept;
+  const RankTensors& tensors(int rank) const;
+  // The bytes of every rank's tensors: what placing them on devices takes.
+  std::uint64_t tensor_bytes() const noexcept;
 
-  const AllGatherMatmulShape& shape() const noexcept;
-  const Rank& rank(int r) const;
+  // Rank comm.rank()'s call on `on`: its host tensors, or device copies of
+  // them in the same order. plan() runs nothing (the op's plan_ function).
+  virtual RunInfo call(Comm& comm, const RankTensors& on, const Options& options) const = 0;
+  virtual RunInfo plan(const Comm& comm, const RankTensors& on, const Options& options) const = 0;
 
   // The reference of every rank `wanted` accepts (default: all), computed
   // once, for check(): at full size each is a long float64 GEMM.
@@ -110,13 +152,123 @@ class AllGatherMatmulProblem {
   // Rank r's reference; empty when not computed.
   const std::vector<double>& reference(int r) const;
   void poison_outputs();
-  // check_all_gather_matmul of every rank that has a reference (the others
-  // are ok): one verdict per rank.
+  // The op's check of every rank that has a reference (the others are ok):
+  // one verdict per rank.
   std::vector<Verdict> check() const;
+
+  // Rank 0's GEMM alone, as the decomposed algorithm runs it before or after
+  // the communication (an overlap benchmark's T_gemm): A as host row blocks
+  // stacked in order, times rank 0's B (its second input). And that GEMM's
+  // float64 product, to check it by.
+  virtual std::vector<TensorView> gemm_a_blocks() const = 0;
+  virtual std::vector<double> gemm_reference() const;
+
+ protected:
+  // Throws std::bad_alloc when the memory is not there.
+  explicit Problem(const ProblemShape& shape);
+  // Host memory of `shape`'s dtype, untouched until filled.
+  TensorView allocate(std::int64_t rows, std::int64_t cols, bool col_major = false);
+  // Adds the next rank's tensors; once all are added, fill_inputs draws
+  // every rank's inputs, Random(seed, rank) in their order.
+  void add_rank(RankTensors tensors);
+  void fill_inputs(std::uint64_t seed);
+  // How many host threads a problem of W ranks uses at once.
+  static int host_threads(int world_size);
+  static std::uint64_t bytes_of(std::int64_t rows, std::int64_t cols, DType dtype);
+  // What host_bytes says of a problem whose ranks each hold
+  // `tensor_elements` elements of shape.dtype, keep a reference of
+  // `reference_elements` float64s, and need `scratch_elements` float64s on
+  // each host thread while one reference is computed.
+  static std::uint64_t host_bytes_of(const ProblemShape& shape, bool with_references,
+                                     std::int64_t tensor_elements, std::int64_t reference_elements,
+                                     std::int64_t scratch_elements);
+
+  virtual std::vector<double> compute_reference(int rank) const = 0;
+  virtual Verdict check_rank(int rank, const std::vector<double>& reference) const = 0;
 
  private:
   struct State;
   std::unique_ptr<State> state_;
+};
+
+// An op's problem with its ranks' arguments by name (RankArguments).
+template <typename RankArguments>
+class ProblemOf : public Problem {
+ public:
+  using Rank = RankArguments;
+  const Rank& rank(int r) const { return ranks_.at(static_cast<std::size_t>(r)); }
+
+ protected:
+  using Problem::Problem;
+  // W ranks, each with the arguments make() returns beside their
+  // RankTensors; then every rank's inputs are drawn.
+  template <typename Make>
+  void add_ranks(std::uint64_t seed, Make&& make) {
+    for (int r = 0; r < shape().world_size; ++r) {
+      auto [arguments, tensors] = make();
+      ranks_.push_back(arguments);
+      add_rank(std::move(tensors));
+    }
+    fill_inputs(seed);
+  }
+  std::vector<Rank> ranks_;
+};
+
+// One rank's arguments of fused_all_gather_matmul.
+struct AllGatherMatmulRank {
+  TensorView a_shard;     // m x k, row-major
+  TensorView b;           // k x n, row- or column-major
+  TensorView c;           // (W*m) x n, row-major
+  TensorView a_gathered;  // (W*m) x k, row-major
+};
+
+// fused_all_gather_matmul across W ranks. Each rank holds its A shard and its
+// own B (in a column-parallel layer each rank holds another slice of the
+// weight) and receives C and the gathered A.
+class AllGatherMatmulProblem final : public ProblemOf<AllGatherMatmulRank> {
+ public:
+  // Throws std::bad_alloc when the memory is not there.
+  AllGatherMatmulProblem(const AllGatherMatmulShape& shape, std::uint64_t seed);
+
+  // The host memory a problem of `shape` takes, with its references and what
+  // computing them needs at once: to refuse one that cannot fit up front.
+  static std::uint64_t host_bytes(const AllGatherMatmulShape& shape, bool with_references);
+
+  RunInfo call(Comm& comm, const RankTensors& on, const Options& options) const override;
+  RunInfo plan(const Comm& comm, const RankTensors& on, const Options& options) const override;
+  std::vector<TensorView> gemm_a_blocks() const override;
+  std::vector<double> gemm_reference() const override;  // rank 0's, when computed
+
+ private:
+  std::vector<double> compute_reference(int rank) const override;
+  Verdict check_rank(int rank, const std::vector<double>& reference) const override;
+};
+
+// One rank's arguments of fused_matmul_reduce_scatter.
+struct MatmulReduceScatterRank {
+  TensorView a;    // (W*m) x k, row-major
+  TensorView b;    // k x n, row- or column-major
+  TensorView out;  // m x n, row-major
+};
+
+// fused_matmul_reduce_scatter across W ranks, every rank with the same
+// K-slice k. Each rank holds A (M x k, M = W * m) and B and receives its m
+// rows of the sum of the W partial products.
+class MatmulReduceScatterProblem final : public ProblemOf<MatmulReduceScatterRank> {
+ public:
+  // Throws std::bad_alloc when the memory is not there.
+  MatmulReduceScatterProblem(const MatmulReduceScatterShape& shape, std::uint64_t seed);
+
+  // As AllGatherMatmulProblem::host_bytes.
+  static std::uint64_t host_bytes(const MatmulReduceScatterShape& shape, bool with_references);
+
+  RunInfo call(Comm& comm, const RankTensors& on, const Options& options) const override;
+  RunInfo plan(const Comm& comm, const RankTensors& on, const Options& options) const override;
+  std::vector<TensorView> gemm_a_blocks() const override;
+
+ private:
+  std::vector<double> compute_reference(int rank) const override;
+  Verdict check_rank(int rank, const std::vector<double>& reference) const override;
 };
 
 }  // namespace asynctp::verify

@@ -113,30 +113,35 @@ double Event::ms_since(const Event& begin) const {
   return ms;
 }
 
-DeviceRank::DeviceRank(const Tensors& host, int device, const std::string& who)
-    : host_(host),
-      a_shard_(host.a_shard, device, who + "A shard"),
-      b_(host.b, device, who + "B"),
-      c_(host.c, device, who + "C"),
-      a_gathered_(host.a_gathered, device, who + "gathered A") {
-  a_shard_.upload(host.a_shard, stream_.get());
-  b_.upload(host.b, stream_.get());
+DeviceRank::DeviceRank(const verify::RankTensors& host, int device, const std::string& who)
+    : host_(host), views_(host) {
+  const auto copy = [&](const std::vector<verify::RankTensors::Named>& from,
+                        std::vector<verify::RankTensors::Named>& to,
+                        std::vector<std::unique_ptr<DeviceTensor>>& made) {
+    for (std::size_t i = 0; i < from.size(); ++i) {
+      made.push_back(std::make_unique<DeviceTensor>(from[i].view, device, who + from[i].name));
+      to[i].view = made.back()->view();
+    }
+  };
+  copy(host.inputs, views_.inputs, inputs_);
+  copy(host.outputs, views_.outputs, outputs_);
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    inputs_[i]->upload(host_.inputs[i].view, stream_.get());
+  }
   stream_.synchronize();
 }
 
-DeviceRank::Tensors DeviceRank::views() const {
-  return {a_shard_.view(), b_.view(), c_.view(), a_gathered_.view()};
-}
-
 void DeviceRank::upload_outputs() {
-  c_.upload(host_.c, stream_.get());
-  a_gathered_.upload(host_.a_gathered, stream_.get());
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    outputs_[i]->upload(host_.outputs[i].view, stream_.get());
+  }
   stream_.synchronize();
 }
 
 void DeviceRank::download_outputs() {
-  c_.download(host_.c, stream_.get());
-  a_gathered_.download(host_.a_gathered, stream_.get());
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    outputs_[i]->download(host_.outputs[i].view, stream_.get());
+  }
   stream_.synchronize();
 }
 

@@ -17,7 +17,7 @@ GemmBaseline::GemmBaseline(const std::vector<TensorView>&, const TensorView&) {
   throw Error(ErrorCode::unsupported, "the library GEMM baseline is the CUDA backend's (cuBLAS)");
 }
 
-void GemmBaseline::run_once(const TensorView&) {}
+verify::Verdict GemmBaseline::check(const std::vector<double>&) { return {}; }
 
 std::vector<double> GemmBaseline::time(int) { return {}; }
 #else
@@ -62,11 +62,18 @@ GemmBaseline::GemmBaseline(const std::vector<TensorView>& a_blocks, const Tensor
   impl_->stream.synchronize();
 }
 
-void GemmBaseline::run_once(const TensorView& host_c) {
+verify::Verdict GemmBaseline::check(const std::vector<double>& reference) {
+  const TensorView& c = impl_->c.view();
+  // 4-byte words: aligned for every dtype.
+  std::vector<std::uint32_t> words(static_cast<std::size_t>(c.numel()) * element_size(c.dtype) / 4 +
+                                   1);
+  const TensorView host_c = TensorView::row_major(words.data(), c.dtype, c.rows, c.cols);
+  verify::poison(host_c);
   impl_->c.upload(host_c, impl_->stream.get());
   impl_->run();
   impl_->c.download(host_c, impl_->stream.get());
   impl_->stream.synchronize();
+  return verify::check_all_gather_matmul(host_c, nullptr, {}, reference);
 }
 
 std::vector<double> GemmBaseline::time(int count) {

@@ -87,6 +87,10 @@ constexpr std::int64_t kMaxDim = std::numeric_limits<std::int32_t>::max();
 constexpr std::int64_t kMaxDevice = 1023;
 constexpr double kMaxLinkGbps = 1e6;
 
+void set_op(Args& a, const FlagValue& v) {
+  a.op = v.one_of<Op>({{to_string(Op::all_gather_matmul), Op::all_gather_matmul},
+                       {to_string(Op::matmul_reduce_scatter), Op::matmul_reduce_scatter}});
+}
 void set_backend(Args& a, const FlagValue& v) {
   a.backend = v.one_of<BackendChoice>({{"auto", BackendChoice::automatic},
                                        {"cpu", BackendChoice::cpu},
@@ -163,8 +167,17 @@ const Flag kTimeout{"--timeout-ms", nullptr, "T", set_timeout,
                     "bound on every cross-rank wait in ms (default:\n"
                     "ASYNCTP_WAIT_TIMEOUT_MS, else 60000)"};
 const Flag kHelp{"--help", "-h", nullptr, set_help, "this text"};
+const Flag kOp{"--op", nullptr, "OP", set_op,
+               "all-gather-matmul|matmul-reduce-scatter (default\n"
+               "all-gather-matmul): C = allgather(A) @ B, or rank r gets\n"
+               "its M / W rows of the sum over s of A_s @ B_s"};
+const Flag kM{"-m", nullptr, "M", set_m,
+              "GLOBAL rows, divisible by W: of the gathered A and C, or\n"
+              "of every rank's A in matmul-reduce-scatter; each rank's\n"
+              "A shard or out has M / W rows (default 8192)"};
 
 const std::vector<Flag> kRunFlags = {
+    kOp,
     {"--backend", nullptr, "B", set_backend,
      "auto|cpu|cuda|hip: where the ranks run (default auto =\n"
      "this binary's GPU backend, cuda or in a ROCm build\n"
@@ -178,11 +191,11 @@ const std::vector<Flag> kRunFlags = {
      "needs gfx942/gfx950, pipelined/decomposed hipBLAS);\n"
      "pipelined and decomposed take bf16, fp16 and fp32."},
     {"--world-size", nullptr, "W", set_world_size, "number of ranks (default 8)"},
-    {"-m", nullptr, "M", set_m,
-     "GLOBAL rows of the gathered A and of C; must be divisible\n"
-     "by W; each rank's shard has m = M / W rows (default 8192)"},
-    {"-n", nullptr, "N", set_n, "columns of B and C (default 2048)"},
-    {"-k", nullptr, "K", set_k, "columns of A, rows of B (default 2048)"},
+    kM,
+    {"-n", nullptr, "N", set_n, "columns of B and C or out (default 2048)"},
+    {"-k", nullptr, "K", set_k,
+     "columns of A, rows of B: K per rank in matmul-reduce-\n"
+     "scatter (global K = W * K) (default 2048)"},
     {"--algo", nullptr, "A", set_algo,
      "all|auto|native|pipelined|decomposed (default all = native,\n"
      "pipelined and decomposed); a single algorithm is measured\n"
@@ -201,7 +214,8 @@ const std::vector<Flag> kRunFlags = {
      "(every element written, relative Frobenius error within\n"
      "the dtype's tolerance) and its gathered A bit for bit\n"
      "with the shards (cuda: both copied back to the host);\n"
-     "failing exits 1"},
+     "matmul-reduce-scatter: every out, within the bound of W\n"
+     "summed partials; failing exits 1"},
     kJson,
     {"--trace", nullptr, "FILE", set_trace,
      "after timing, run one more call of each algorithm with\n"
@@ -230,6 +244,7 @@ const std::vector<Flag> kRunFlags = {
 };
 
 const std::vector<Flag> kBenchFlags = {
+    kOp,
     {"--link", nullptr, "L", set_links,
      "pcie|arrival|both|nccl: the links to measure, in turn\n"
      "(default both; nccl: W GPUs; see Links below)"},
@@ -237,11 +252,11 @@ const std::vector<Flag> kBenchFlags = {
      "the arrival link's bandwidth into each rank in GB/s, a\n"
      "number > 0 (default 400); needs arrival in --link"},
     {"--world-size", nullptr, "W", set_world_size, "number of virtual ranks (default 8)"},
-    {"-m", nullptr, "M", set_m,
-     "GLOBAL rows of the gathered A and of C; must be divisible\n"
-     "by W; each rank's shard has M / W rows (default 8192)"},
-    {"-n", nullptr, "N", set_n, "columns of B and C (default 8192)"},
-    {"-k", nullptr, "K", set_k, "columns of A, rows of B (default 8192)"},
+    kM,
+    {"-n", nullptr, "N", set_n, "columns of B and C or out (default 8192)"},
+    {"-k", nullptr, "K", set_k,
+     "columns of A, rows of B: K per rank in matmul-reduce-\n"
+     "scatter (default 8192)"},
     kBLayout,
     {"--iters", nullptr, "N", set_iters, "timed iterations per measurement (default 20)"},
     {"--warmup", nullptr, "N", set_warmup, "untimed iterations first (default 3)"},
@@ -313,6 +328,10 @@ const std::vector<Flag>& flags_of(Command command) {
 
 const char* to_string(Command command) noexcept {
   return command == Command::run ? "run" : "bench";
+}
+
+const char* to_string(Op op) noexcept {
+  return op == Op::all_gather_matmul ? "all-gather-matmul" : "matmul-reduce-scatter";
 }
 
 const char* to_string(LinkChoice link) noexcept {

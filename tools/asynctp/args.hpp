@@ -28,9 +28,9 @@ inline constexpr const char* kVersion = ASYNCTP_VERSION;
 
 enum class Command { run, bench };
 
-// The collective op measured; a parameter of every step (call, reference,
-// report) so that a second op is one more value here.
-enum class Op { all_gather_matmul };
+// The collective op measured (--op): which verify::Problem is made, and what
+// the report calls it; the steps between are the same for every op.
+enum class Op { all_gather_matmul, matmul_reduce_scatter };
 
 // What --algo asked for. `all` measures every algorithm; the others measure
 // that one plus decomposed, the baseline of the speedup column.
@@ -45,6 +45,7 @@ enum class BackendChoice { automatic, cpu, cuda, hip };
 enum class LinkChoice { pcie, arrival, nccl };
 
 const char* to_string(Command command) noexcept;
+const char* to_string(Op op) noexcept;  // as --op spells it
 const char* to_string(LinkChoice link) noexcept;
 
 constexpr double kDefaultLinkGbps = 400;
@@ -55,9 +56,9 @@ struct Args {
   BackendChoice backend = BackendChoice::automatic;
   int world_size = 8;
   bool world_size_given = false;
-  std::int64_t m_global = 8192;  // rows of the gathered A; each rank holds m_global / world_size
+  std::int64_t m_global = 8192;  // M; each rank's A shard or out has M / W rows
   std::int64_t n = 2048;
-  std::int64_t k = 2048;
+  std::int64_t k = 2048;  // K of each rank's GEMM: its K-slice in the reduce-scatter
   AlgoChoice algo = AlgoChoice::all;
   DType dtype = DType::bf16;
   bool b_col_major = false;

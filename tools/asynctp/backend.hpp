@@ -22,8 +22,8 @@ namespace asynctp::tool {
 
 // The op's host tensors, and a rank's arguments of its call: the host
 // tensors themselves on the cpu backend, device copies on a GPU.
-using Problem = verify::AllGatherMatmulProblem;
-using RankViews = Problem::Rank;
+using Problem = verify::Problem;
+using RankViews = verify::RankTensors;
 
 class Backend {
  public:
@@ -40,9 +40,10 @@ class Backend {
 
   // Makes each held rank's tensors from the problem's, which must outlive
   // the calls; views() and stream() (nullptr where calls are synchronous)
-  // are what a rank's calls are given.
+  // are what a rank's calls are given, problem() what makes them.
   virtual void place(Problem& problem) = 0;
-  virtual RankViews views(int rank) const = 0;
+  virtual const RankViews& views(int rank) const = 0;
+  const Problem& problem() const { return *placed_; }
   virtual void* stream(int rank) const noexcept = 0;
   // Poisons the outputs where the calls write them; brings them back.
   virtual void poison_outputs() = 0;
@@ -51,6 +52,9 @@ class Backend {
   // by info.timing_rule.
   virtual std::vector<double> time_calls(int total, const bench::RankCall& call,
                                          const bench::BeforeIteration& before) = 0;
+
+ protected:
+  Problem* placed_ = nullptr;
 };
 
 // Each held rank's tensors on its GPU, made, filled and freed on the thread
@@ -58,7 +62,7 @@ class Backend {
 class DeviceBackend : public Backend {
  public:
   void place(Problem& problem) override;
-  RankViews views(int rank) const override;
+  const RankViews& views(int rank) const override;
   void* stream(int rank) const noexcept override;
   void poison_outputs() override;
   void fetch_outputs() override;
@@ -69,7 +73,6 @@ class DeviceBackend : public Backend {
   void release() noexcept;
 
  private:
-  Problem* problem_ = nullptr;
   std::vector<std::unique_ptr<bench::DeviceRank>> ranks_;
 };
 

@@ -1,6 +1,6 @@
 // `asynctp bench` on the CUDA backend: for each link, the per-rank time of
 // native, pipelined and decomposed, and T_gemm, one library GEMM (cuBLAS) of
-// the whole gathered problem: the figures overlap efficiency is made of.
+// rank 0's whole GEMM: the figures overlap efficiency is made of.
 #include "asynctp/bench.hpp"
 #include "asynctp/error.hpp"
 #include "asynctp/verify.hpp"
@@ -44,31 +44,24 @@ void measure_link(const Args& all, LinkChoice link, Problem& problem, Progress& 
     row.algorithm = algorithm;
     // A forced algorithm this problem or device cannot run (native off
     // sm_90, say) is a row that says why, not the end of the benchmark.
-    plan_row(row, args, *backend, options_for(args, algorithm), false);
+    plan_row(row, *backend, options_for(args, algorithm), false);
     if (!row.available) continue;
     if (args.check) {
-      check_row(row, args, *backend, problem, options_for(args, algorithm), progress,
-                label_of(link, row.label));
+      check_row(row, *backend, options_for(args, algorithm), progress, label_of(link, row.label));
     }
     timed.push_back(rows.size() - 1);
   }
+  require_a_runnable_row(std::span(rows).last(std::size(kAlgorithms)), args, *backend);
   Row& gemm_row = rows.emplace_back();
   gemm_row.link = to_string(link);
   gemm_row.label = "cublas";
-  // On rank 0's GPU, beside its B.
-  const TensorView device_b = backend->views(0).b;
+  // On rank 0's GPU, beside its B (every op's second input).
+  const TensorView device_b = backend->views(0).inputs.at(1).view;
   bench::set_device(device_b.device.index);
-  std::vector<TensorView> shards;
-  for (int r = 0; r < args.world_size; ++r) shards.push_back(problem.rank(r).a_shard);
-  bench::GemmBaseline gemm(shards, device_b);
+  bench::GemmBaseline gemm(problem.gemm_a_blocks(), device_b);
   if (args.check) {
     progress.set(label_of(link, "cublas") + "checked call, compared with the float64 reference");
-    const TensorView& c = problem.rank(0).c;  // staging, as rank 0's C is rank 0's reference
-    verify::poison(c);
-    gemm.run_once(c);
-    const verify::Verdict v = verify::check_all_gather_matmul(c, nullptr, {}, problem.reference(0));
-    gemm_row.check = CheckResult{v.ok, v.relative_error, {}};
-    if (!v.ok) gemm_row.check->failures.push_back(v.failure);
+    gemm_row.check = verify::summarize({gemm.check(problem.gemm_reference())});
   }
   const int gemms_per_round = link == LinkChoice::nccl ? 1 : args.world_size;
 
@@ -78,9 +71,8 @@ void measure_link(const Args& all, LinkChoice link, Problem& problem, Progress& 
     const std::string of =
         warmup ? "" : "round " + std::to_string(round) + "/" + std::to_string(args.iters) + " ";
     for (std::size_t i : timed) {
-      time_row(rows[i], args.op, *backend, options_for(args, rows[i].algorithm),
-               warmup ? args.warmup : 0, warmup ? 0 : 1, progress,
-               label_of(link, rows[i].label) + of);
+      time_row(rows[i], *backend, options_for(args, rows[i].algorithm), warmup ? args.warmup : 0,
+               warmup ? 0 : 1, progress, label_of(link, rows[i].label) + of);
     }
     progress.set(label_of(link, "cublas") + (warmup ? "warmup" : of));
     const std::vector<double> ms = gemm.time((warmup ? args.warmup : 1) * gemms_per_round);

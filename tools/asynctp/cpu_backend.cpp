@@ -20,10 +20,10 @@ class CpuBackend final : public Backend {
   Comm& comm(int rank) override { return group_.comm(rank); }
   void run(const std::function<void(Comm&)>& body) override { group_.run(body); }
 
-  void place(Problem& problem) override { problem_ = &problem; }
-  RankViews views(int rank) const override { return problem_->rank(rank); }
+  void place(Problem& problem) override { placed_ = &problem; }
+  const RankViews& views(int rank) const override { return placed_->tensors(rank); }
   void* stream(int) const noexcept override { return nullptr; }
-  void poison_outputs() override { problem_->poison_outputs(); }
+  void poison_outputs() override { placed_->poison_outputs(); }
   void fetch_outputs() override {}  // the calls wrote the host buffers
 
   std::vector<double> time_calls(int total, const bench::RankCall& call,
@@ -33,7 +33,6 @@ class CpuBackend final : public Backend {
 
  private:
   cpu::Group group_;
-  Problem* problem_ = nullptr;
 };
 
 }  // namespace

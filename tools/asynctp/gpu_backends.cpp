@@ -11,16 +11,16 @@
 namespace asynctp::tool {
 
 void DeviceBackend::place(Problem& problem) {
-  problem_ = &problem;
+  placed_ = &problem;
   ranks_.resize(static_cast<std::size_t>(world_size()));
   run([&](Comm& comm) {
     const int r = comm.rank();
     ranks_[static_cast<std::size_t>(r)] = std::make_unique<bench::DeviceRank>(
-        problem.rank(r), device_of(r), "rank " + std::to_string(r) + "'s ");
+        problem.tensors(r), device_of(r), "rank " + std::to_string(r) + "'s ");
   });
 }
 
-RankViews DeviceBackend::views(int rank) const {
+const RankViews& DeviceBackend::views(int rank) const {
   const auto r = static_cast<std::size_t>(rank);
   if (r >= ranks_.size() || !ranks_[r]) {
     throw std::logic_error("rank " + std::to_string(rank) + " is not placed here");
@@ -35,7 +35,7 @@ void* DeviceBackend::stream(int rank) const noexcept {
 
 // Copying the host's poison keeps one definition of the pattern.
 void DeviceBackend::poison_outputs() {
-  problem_->poison_outputs();
+  placed_->poison_outputs();
   run([&](Comm& comm) { ranks_[static_cast<std::size_t>(comm.rank())]->upload_outputs(); });
 }
 
@@ -90,14 +90,14 @@ class LoopbackBackend final : public DeviceBackend {
   void run(const std::function<void(Comm&)>& body) override { group_.run(body); }
 
   // Refuses before an allocation fails halfway through W ranks: all of the
-  // problem's tensors (its host bytes without references) go to one GPU.
+  // problem's tensors go to one GPU.
   void place(Problem& problem) override {
-    const std::uint64_t needed = Problem::host_bytes(problem.shape(), false);
+    const std::uint64_t needed = problem.tensor_bytes();
     const int device = group_.config().device;
     if (const std::size_t free = bench::free_memory(device); needed > free) {
       char buf[256];
       std::snprintf(buf, sizeof buf,
-                    "this run needs %.1f GiB of device memory (A shard, B, C and gathered A of "
+                    "this run needs %.1f GiB of device memory (the inputs and outputs of "
                     "%d ranks), more than the %.1f GiB free on device %d",
                     static_cast<double>(needed) / (1 << 30), world_size(),
                     static_cast<double>(free) / (1 << 30), device);

@@ -33,7 +33,10 @@ constexpr const char* kAlgoHelp =
     "  pipelined   per-chunk copies overlapped with per-chunk GEMMs on two lanes.\n"
     "  decomposed  the all-gather completes, then one GEMM: the baseline of the speedup\n"
     "              column.\n"
-    "  auto        whatever the planner picks (native where it can run and pays off).\n";
+    "  auto        whatever the planner picks (native where it can run and pays off).\n"
+    "  For matmul-reduce-scatter the chunks flow the other way: each rank's GEMM ships\n"
+    "  every finished chunk of its partial product to the chunk's owner, which sums the\n"
+    "  W partials (decomposed: the whole GEMM first, then the reduce-scatter).\n";
 
 // What the link models mean (asynctp::loopback::Link), for `run` and `bench`.
 constexpr const char* kLinkHelp =
@@ -93,10 +96,10 @@ std::string flag_lines(Command command) {
 
 std::string main_help() {
   return std::string(
-             "asynctp: tensor-parallel fused all-gather + matmul (AsyncTP)\n"
+             "asynctp: tensor-parallel fused all-gather + matmul and matmul + reduce-scatter\n"
              "\n"
              "Usage:\n"
-             "  asynctp run [flags]     measure fused_all_gather_matmul across W ranks\n"
+             "  asynctp run [flags]     measure a fused op (--op) across W ranks\n"
              "  asynctp bench [flags]   single-GPU overlap benchmark (CUDA only): native,\n"
              "                          pipelined and decomposed against one cuBLAS GEMM\n"
              "  asynctp --help          this text\n"
@@ -106,9 +109,12 @@ std::string main_help() {
              "\n"
              "Every rank r holds A_r (m x k) and its B (k x n); every rank computes\n"
              "C = allgather(A_0..A_{W-1}) @ B ((W*m) x n) and receives the gathered A.\n"
+             "With --op matmul-reduce-scatter every rank r holds A_r (M x k) and B_r (k x n)\n"
+             "and receives its M/W rows of the sum over r of A_r @ B_r.\n"
              "\n"
              "run flags (see `asynctp run --help` for details):\n"
-             "  --backend auto|cpu|cuda|hip  --world-size W  -m M  -n N  -k K\n"
+             "  --op all-gather-matmul|matmul-reduce-scatter  --backend auto|cpu|cuda|hip\n"
+             "  --world-size W  -m M  -n N  -k K\n"
              "  --algo all|auto|native|pipelined|decomposed  --dtype bf16|fp16|fp32\n"
              "  --b-layout row|col  --iters N  --warmup N  --check  --json  --trace FILE\n"
              "  --seed S  --timeout-ms T\n"
@@ -116,7 +122,8 @@ std::string main_help() {
              "  GPU backend only: --link pcie|arrival|nccl  --link-gbps X  --device N\n"
              "\n"
              "bench flags (see `asynctp bench --help` for details):\n"
-             "  --link pcie|arrival|both|nccl  --link-gbps X  --world-size W  -m M  -n N  -k K\n"
+             "  --op OP  --link pcie|arrival|both|nccl  --link-gbps X  --world-size W\n"
+             "  -m M  -n N  -k K\n"
              "  --b-layout row|col  --iters N  --warmup N  --device N  --check  --json\n"
              "  --seed S  --timeout-ms T\n"
              "\n") +
@@ -131,7 +138,7 @@ std::string help_of(Command command) {
     return std::string(
                "Usage: asynctp run [flags]\n"
                "\n"
-               "Runs fused_all_gather_matmul on W ranks, times each algorithm (median over\n"
+               "Runs the op (--op) on W ranks, times each algorithm (median over\n"
                "iterations; cpu: of the slowest rank's call; cuda: of the per-rank time, see\n"
                "below) and prints a table, or JSON.\n"
                "\n") +
@@ -143,6 +150,7 @@ std::string help_of(Command command) {
            "\n"
            "Examples:\n"
            "  asynctp run --world-size 8 -m 8192 -n 2048 -k 2048 --check\n"
+           "  asynctp run --op matmul-reduce-scatter -m 8192 -n 8192 -k 1024 --check\n"
            "  asynctp run --backend cuda --link arrival --link-gbps 200 -n 8192 -k 8192 --check\n"
            "\n"
            "Exit status: 0 success, 1 a library error, no usable GPU for --backend cuda|hip\n"
@@ -152,13 +160,14 @@ std::string help_of(Command command) {
   return std::string(
              "Usage: asynctp bench [flags]\n"
              "\n"
-             "The single-GPU overlap benchmark (CUDA backend only; without a usable GPU it\n"
-             "exits 1 saying why). For each link model it measures, on W virtual ranks of\n"
-             "one GPU with bf16 data, the per-rank time of native, pipelined and decomposed,\n"
-             "and T_gemm: one cuBLAS GEMM (cublasGemmEx, fp32 accumulation) of the whole\n"
-             "gathered problem (M x N x K). The all-gather is not timed alone:\n"
-             "T_comm = T_decomposed - T_gemm, derived (decomposed is the all-gather\n"
-             "followed by the GEMM, with no overlap). The figures of a link are taken in\n"
+             "The single-GPU overlap benchmark (CUDA backend only; without a usable GPU, or\n"
+             "for an op the backend does not run, it exits 1 saying why). For each link\n"
+             "model it measures, on W virtual ranks of one GPU with bf16 data, the per-rank\n"
+             "time of native, pipelined and decomposed, and T_gemm: one cuBLAS GEMM\n"
+             "(cublasGemmEx, fp32 accumulation) of rank 0's whole GEMM (M x N x K). The\n"
+             "communication is not timed alone: T_comm = T_decomposed - T_gemm, derived\n"
+             "(decomposed: the communication and the GEMM one after the other, no\n"
+             "overlap). A link's figures are taken in\n"
              "rounds, one iteration of each algorithm and then the GEMM (W times on a\n"
              "loopback link) per round, so all run at the same clocks (the card slows under\n"
              "sustained load). Per link and algorithm it reports:\n"

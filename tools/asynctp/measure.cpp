@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
+#include <type_traits>
 
 #include "asynctp/bench.hpp"
 #include "asynctp/error.hpp"
@@ -14,32 +15,28 @@
 namespace asynctp::tool {
 namespace {
 
-verify::AllGatherMatmulShape shape_of(const Args& args) {
+verify::ProblemShape shape_of(const Args& args) {
   return {args.world_size, args.m_per_rank(), args.n, args.k, args.dtype, args.b_col_major};
 }
 
-CheckResult check_result(const std::vector<verify::Verdict>& verdicts) {
-  CheckResult result;
-  for (std::size_t r = 0; r < verdicts.size(); ++r) {
-    result.max_rel_error = std::max(result.max_rel_error, verdicts[r].relative_error);
-    if (verdicts[r].ok) continue;
-    result.ok = false;
-    result.failures.push_back("rank " + std::to_string(r) + ": " + verdicts[r].failure);
+// fn(std::type_identity<the op's verify problem>): the one place an op's
+// type is named, which -Wswitch points to when an op is added.
+template <typename Fn>
+auto with_problem_type(Op op, Fn&& fn) {
+  switch (op) {
+    case Op::all_gather_matmul:
+      return fn(std::type_identity<verify::AllGatherMatmulProblem>{});
+    case Op::matmul_reduce_scatter:
+      return fn(std::type_identity<verify::MatmulReduceScatterProblem>{});
   }
-  return result;
+  throw std::logic_error("unknown op");
 }
 
 }  // namespace
 
-// -Wswitch names the places below when an op is added.
-RunInfo enqueue_call(Op op, Backend& backend, Comm& comm, Options options) {
-  const RankViews v = backend.views(comm.rank());
+RunInfo enqueue_call(Backend& backend, Comm& comm, Options options) {
   options.stream = backend.stream(comm.rank());
-  switch (op) {
-    case Op::all_gather_matmul:
-      return fused_all_gather_matmul(comm, v.a_shard, v.b, v.c, &v.a_gathered, options);
-  }
-  throw std::logic_error("enqueue_call: unknown op");
+  return backend.problem().call(comm, backend.views(comm.rank()), options);
 }
 
 Options options_for(const Args& args, std::optional<Algorithm> algorithm, Trace* trace) {
@@ -63,7 +60,9 @@ void settle_seed_and_memory(Args& args) {
   const long page_size = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page_size <= 0) return;
   const double physical = static_cast<double>(pages) * static_cast<double>(page_size);
-  const auto needed = static_cast<double>(Problem::host_bytes(shape_of(args), args.check));
+  const auto needed = static_cast<double>(with_problem_type(args.op, [&](auto type) {
+    return decltype(type)::type::host_bytes(shape_of(args), args.check);
+  }));
   if (needed > physical) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
@@ -77,7 +76,9 @@ void settle_seed_and_memory(Args& args) {
 
 std::unique_ptr<Problem> make_problem(const Args& args, Progress& progress) {
   progress.set("[setup] drawing random inputs for " + std::to_string(args.world_size) + " ranks");
-  return std::make_unique<Problem>(shape_of(args), args.seed);
+  return with_problem_type(args.op, [&](auto type) -> std::unique_ptr<Problem> {
+    return std::make_unique<typename decltype(type)::type>(shape_of(args), args.seed);
+  });
 }
 
 void compute_references(Problem& problem, const Args& args, Progress& progress,
@@ -87,21 +88,15 @@ void compute_references(Problem& problem, const Args& args, Progress& progress,
   problem.compute_references(wanted);
 }
 
-RunInfo plan_call(Op op, Backend& backend, const Options& options) {
+RunInfo plan_call(Backend& backend, const Options& options) {
   int rank = 0;
   while (!backend.holds(rank)) ++rank;
-  const RankViews v = backend.views(rank);
-  switch (op) {
-    case Op::all_gather_matmul:
-      return plan_fused_all_gather_matmul(backend.comm(rank), v.a_shard, v.b, v.c, &v.a_gathered,
-                                          options);
-  }
-  throw std::logic_error("plan_call: unknown op");
+  return backend.problem().plan(backend.comm(rank), backend.views(rank), options);
 }
 
-void plan_row(Row& row, const Args& args, Backend& backend, const Options& options, bool must_run) {
+void plan_row(Row& row, Backend& backend, const Options& options, bool must_run) {
   try {
-    const RunInfo info = plan_call(args.op, backend, options);
+    const RunInfo info = plan_call(backend, options);
     row.tile_m = info.tile_m;
     row.tile_n = info.tile_n;
     row.reason = info.reason;
@@ -112,25 +107,32 @@ void plan_row(Row& row, const Args& args, Backend& backend, const Options& optio
   }
 }
 
-void check_row(Row& row, const Args& args, Backend& backend, const Problem& problem,
-               const Options& options, Progress& progress, const std::string& label) {
+void require_a_runnable_row(std::span<const Row> rows, const Args& args, const Backend& backend) {
+  if (std::any_of(rows.begin(), rows.end(), [](const Row& row) { return row.available; })) return;
+  throw Error(ErrorCode::unsupported,
+              std::string("--op ") + to_string(args.op) + ": the " + backend.info.name +
+                  " backend runs no algorithm of it: " + (rows.empty() ? "" : rows.back().reason));
+}
+
+void check_row(Row& row, Backend& backend, const Options& options, Progress& progress,
+               const std::string& label) {
   progress.set(label + "checked call, compared with the float64 reference");
   backend.poison_outputs();
   backend.run([&](Comm& comm) {
-    enqueue_call(args.op, backend, comm, options);
+    enqueue_call(backend, comm, options);
     synchronize(comm);
   });
   backend.fetch_outputs();
-  row.check = check_result(problem.check());
+  row.check = verify::summarize(backend.problem().check());
 }
 
-RunInfo time_row(Row& row, Op op, Backend& backend, const Options& options, int warmup, int iters,
+RunInfo time_row(Row& row, Backend& backend, const Options& options, int warmup, int iters,
                  Progress& progress, const std::string& label) {
   RunInfo rank0;
   const std::vector<double> ms = backend.time_calls(
       warmup + iters,
       [&](Comm& comm, int) {
-        const RunInfo info = enqueue_call(op, backend, comm, options);
+        const RunInfo info = enqueue_call(backend, comm, options);
         if (comm.rank() == 0) rank0 = info;
       },
       [&](int i, std::optional<double> last_ms) {

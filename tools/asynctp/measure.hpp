@@ -3,6 +3,7 @@
 // timed calls, the printed report; and the two subcommands themselves.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,21 +35,25 @@ void compute_references(Problem& problem, const Args& args, Progress& progress,
 // --timeout-ms, a trace to record into.
 Options options_for(const Args& args, std::optional<Algorithm> algorithm, Trace* trace = nullptr);
 
-// What a call would run on this process's first rank (runs nothing), and
-// rank comm.rank()'s call enqueued on its tensors and stream.
-RunInfo plan_call(Op op, Backend& backend, const Options& options);
-RunInfo enqueue_call(Op op, Backend& backend, Comm& comm, Options options);
+// What a call of the placed problem would run on this process's first rank
+// (runs nothing), and rank comm.rank()'s call enqueued on its tensors and
+// stream.
+RunInfo plan_call(Backend& backend, const Options& options);
+RunInfo enqueue_call(Backend& backend, Comm& comm, Options options);
 
 // What the planner says of `row`'s call: its tiles and reason. One this
 // problem cannot run makes the row unavailable, or with `must_run` an error.
-void plan_row(Row& row, const Args& args, Backend& backend, const Options& options, bool must_run);
-// One call on poisoned outputs, compared with the problem's references.
-void check_row(Row& row, const Args& args, Backend& backend, const Problem& problem,
-               const Options& options, Progress& progress, const std::string& label);
+void plan_row(Row& row, Backend& backend, const Options& options, bool must_run);
+// Throws Error(unsupported) naming --op, the backend and its reason when no
+// row is available: a backend that refuses the op leaves nothing to measure.
+void require_a_runnable_row(std::span<const Row> rows, const Args& args, const Backend& backend);
+// One call on poisoned outputs, compared with the placed problem's references.
+void check_row(Row& row, Backend& backend, const Options& options, Progress& progress,
+               const std::string& label);
 // `warmup` untimed then `iters` timed calls (Backend::time_calls) into the
 // row's times, with progress lines prefixed by `label`; returns what rank
 // 0's calls ran.
-RunInfo time_row(Row& row, Op op, Backend& backend, const Options& options, int warmup, int iters,
+RunInfo time_row(Row& row, Backend& backend, const Options& options, int warmup, int iters,
                  Progress& progress, const std::string& label);
 
 // Prints the table or JSON (where this process reports); the exit status.

@@ -25,19 +25,28 @@ std::string optional_number(const std::optional<double>& value, const char* fmt)
   return value ? format(fmt, *value) : "-";
 }
 
-// The op: what the header calls it, and the work of one call.
+// The op: what the report calls it and says of its check, the work of one
+// call, and the bytes a rank receives.
 struct OpFacts {
-  const char* title;
-  double flops;
+  const char* title;       // and its formula
+  const char* k_per;       // what K is counted per: "" or " per rank"
+  const char* check_also;  // what --check compares beyond the outputs
+  double tolerance;
+  double peer_elements;  // elements each rank receives from its W - 1 peers
 };
 
 OpFacts facts_of(const Args& a) {
+  const auto peer_rows = static_cast<double>(a.m_global - a.m_per_rank());
   switch (a.op) {
-    case Op::all_gather_matmul:  // M x N outputs, K multiply-adds each
-      return {"fused all-gather + matmul", 2.0 * static_cast<double>(a.m_global) *
-                                               static_cast<double>(a.n) * static_cast<double>(a.k)};
+    case Op::all_gather_matmul:
+      return {"fused all-gather + matmul, C = allgather(A) @ B", "", ", gathered A bitwise equal",
+              verify::tolerance(a.dtype), peer_rows * static_cast<double>(a.k)};
+    case Op::matmul_reduce_scatter:
+      return {"fused matmul + reduce-scatter, out_r = rows r of sum_s A_s @ B_s", " per rank", "",
+              verify::reduce_scatter_tolerance(a.dtype, a.world_size),
+              peer_rows * static_cast<double>(a.n)};
   }
-  return {"unknown op", 0};
+  return {"unknown op", "", "", 0, 0};
 }
 
 // Figures derived from the rows: speedups compare with decomposed over the
@@ -45,7 +54,10 @@ OpFacts facts_of(const Args& a) {
 
 double tflops(const Report& r, const Row& row) {
   if (!row.available || row.median_ms <= 0) return 0;
-  return facts_of(r.args).flops / (row.median_ms * 1e-3) / 1e12;
+  // Each rank's GEMM, in either op: M x N outputs of K multiply-adds.
+  const double flops = 2.0 * static_cast<double>(r.args.m_global) * static_cast<double>(r.args.n) *
+                       static_cast<double>(r.args.k);
+  return flops / (row.median_ms * 1e-3) / 1e12;
 }
 
 // The median of the available row that ran `algorithm` over `link`
@@ -97,7 +109,9 @@ std::string speedup_x(const Report& r, const Row& row) {
 }
 std::string max_error(const Report&, const Row& row) {
   if (!row.check) return "-";
-  return std::isfinite(row.check->max_rel_error) ? format("%.2e", row.check->max_rel_error) : "inf";
+  return std::isfinite(row.check->max_relative_error)
+             ? format("%.2e", row.check->max_relative_error)
+             : "inf";
 }
 
 const std::vector<Column> kRunColumns = {
@@ -161,16 +175,16 @@ std::string header(const Report& r, const std::string& what, const std::string& 
   const Args& a = r.args;
   return std::string("# asynctp ") + kVersion + " " + what + "\n# command: " + r.command_line +
          "\n# " + where + "\n" +
-         format("# M %lld (m %lld per rank), N %lld, K %lld, dtype %s, B layout %s\n",
+         format("# M %lld (m %lld per rank), N %lld, K %lld%s, dtype %s, B layout %s\n",
                 static_cast<long long>(a.m_global), static_cast<long long>(a.m_per_rank()),
-                static_cast<long long>(a.n), static_cast<long long>(a.k), to_string(a.dtype),
-                a.b_col_major ? "col" : "row") +
+                static_cast<long long>(a.n), static_cast<long long>(a.k), facts_of(a).k_per,
+                to_string(a.dtype), a.b_col_major ? "col" : "row") +
          format("# iters %d, warmup %d, seed %llu (repeat with --seed %llu)\n", a.iters, a.warmup,
                 static_cast<unsigned long long>(a.seed), static_cast<unsigned long long>(a.seed));
 }
 
 std::string run_header(const Report& r) {
-  return header(r, std::string("run: ") + facts_of(r.args).title + ", C = allgather(A) @ B",
+  return header(r, std::string("run: ") + facts_of(r.args).title,
                 format("backend %s, world size %d, %s", r.backend.name.c_str(), r.args.world_size,
                        r.backend.detail.c_str())) +
          "# time: median over iterations of " + r.backend.timing_rule + "\n";
@@ -200,9 +214,9 @@ std::string bench_header(const Report& r) {
          "#   Loopback links: the mean of the ranks' own call spans (CUDA events where a rank's\n"
          "#   work begins and where it is joined; ranks serialized; the arrival link places the\n"
          "#   peer chunks before the span, its release times stand for the transfer); nccl: the\n"
-         "#   slowest rank's call. cublas: one GEMM of the whole gathered problem (T_gemm).\n"
-         "#   T_comm = T_decomposed - T_gemm (derived, not measured: decomposed is the all-gather\n"
-         "#   followed by the GEMM, no overlap)\n";
+         "#   slowest rank's call. cublas: rank 0's whole GEMM alone (T_gemm).\n"
+         "#   T_comm = T_decomposed - T_gemm (derived, not measured: decomposed runs the\n"
+         "#   communication and the GEMM one after the other, no overlap)\n";
 }
 
 std::string link_footer(const Report& r, LinkChoice link) {
@@ -214,14 +228,13 @@ std::string link_footer(const Report& r, LinkChoice link) {
   if (o) out += format(", ideal max(T_comm, T_gemm) %.3f ms", o->ideal_ms());
   if (link == LinkChoice::arrival) {
     // What the release times alone add up to: the last peer chunk's arrival.
-    const double peer_bytes = static_cast<double>(r.args.m_global - r.args.m_per_rank()) *
-                              static_cast<double>(r.args.k) *
-                              static_cast<double>(element_size(r.args.dtype));
+    const double peer_bytes =
+        facts_of(r.args).peer_elements * static_cast<double>(element_size(r.args.dtype));
     out += format("; modelled transfer %.3f ms",
                   peer_bytes / (r.args.link_gbps_or_default() * 1e9) * 1e3);
   }
   if (o && o->t_comm_ms <= 0)
-    out += "; T_comm <= 0: the all-gather is lost in noise, no efficiency";
+    out += "; T_comm <= 0: the communication is lost in noise, no efficiency";
   return out + "\n";
 }
 
@@ -237,13 +250,17 @@ std::string check_footer(const Report& r) {
     }
   }
   if (!out.empty()) return out;
-  return format(a.command == Command::bench
-                    ? "# check: every algorithm's C on all %d ranks (and the cuBLAS C) within "
-                      "%.1e of the float64 reference (relative Frobenius error), gathered A "
-                      "bitwise equal\n"
-                    : "# check: all %d ranks within tolerance %.1e (relative Frobenius error vs "
-                      "float64), gathered A bitwise equal, for every algorithm run\n",
-                a.world_size, verify::tolerance(a.dtype));
+  const OpFacts op = facts_of(a);
+  if (a.command == Command::bench) {
+    return format(
+        "# check: every algorithm's output on all %d ranks within %.1e of the float64 reference "
+        "(relative Frobenius error)%s, the cuBLAS C within %.1e\n",
+        a.world_size, op.tolerance, op.check_also, verify::tolerance(a.dtype));
+  }
+  return format(
+      "# check: all %d ranks within tolerance %.1e (relative Frobenius error vs float64)%s, for "
+      "every algorithm run\n",
+      a.world_size, op.tolerance, op.check_also);
 }
 
 template <typename T>
@@ -256,6 +273,7 @@ void json_head(JsonWriter& j, const char* tool, const Report& r) {
   j.field("tool", tool);
   j.field("version", kVersion);
   j.field("command", r.command_line);
+  j.field("op", to_string(r.args.op));
 }
 
 void json_problem(JsonWriter& j, const Args& a) {
@@ -272,7 +290,7 @@ void json_problem(JsonWriter& j, const Args& a) {
 
 // Infinite errors (non-finite outputs) print as null; check_ok still says false.
 void json_check(JsonWriter& j, const Row& row) {
-  j.field("max_rel_error", row.check ? std::optional(row.check->max_rel_error) : std::nullopt);
+  j.field("max_rel_error", row.check ? std::optional(row.check->max_relative_error) : std::nullopt);
   j.field("check_ok", row.check ? std::optional(row.check->ok) : std::nullopt);
   if (row.check && !row.check->failures.empty()) j.field("check_failures", row.check->failures);
 }
@@ -336,7 +354,7 @@ std::string run_json(const Report& r) {
   }
   json_problem(j, a);
   j.field("check", a.check);
-  j.field("tolerance", when(a.check, verify::tolerance(a.dtype)));
+  j.field("tolerance", when(a.check, facts_of(a).tolerance));
   j.key("planner");
   j.open('{');
   j.field("algorithm",

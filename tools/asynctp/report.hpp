@@ -11,6 +11,7 @@
 
 #include "args.hpp"
 #include "asynctp/options.hpp"
+#include "asynctp/verify.hpp"
 
 namespace asynctp::tool {
 
@@ -23,11 +24,7 @@ struct BackendInfo {
 };
 
 // --check of one row, over the ranks this process holds.
-struct CheckResult {
-  bool ok = true;
-  double max_rel_error = 0;           // over ranks; infinite when some output is not finite
-  std::vector<std::string> failures;  // "rank 3: 12 C elements never written"
-};
+using CheckResult = verify::Summary;
 
 struct Row {
   std::string link;                    // bench: the link it ran over; run: ""

@@ -40,7 +40,7 @@ void write_trace(const Args& args, Backend& backend, const std::vector<Plan>& pl
   backend.run([&](Comm& comm) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       if (!rows[i].available) continue;
-      enqueue_call(args.op, backend, comm, options_for(args, plans[i].forced, &trace));
+      enqueue_call(backend, comm, options_for(args, plans[i].forced, &trace));
       synchronize(comm);
     }
   });
@@ -68,7 +68,7 @@ int run_command(Args args, const std::string& command_line) {
   // are still worth measuring; only --algo auto depends on that call.
   std::optional<RunInfo> planner;
   try {
-    planner = plan_call(args.op, *backend, options_for(args, std::nullopt));
+    planner = plan_call(*backend, options_for(args, std::nullopt));
     report.planner_algorithm = planner->algorithm;
     report.planner_reason = planner->reason;
   } catch (const Error& e) {
@@ -88,8 +88,9 @@ int run_command(Args args, const std::string& command_line) {
                             : std::string("auto -> ") + to_string(*row.algorithm);
     row.planner_choice = !plan.forced || (planner && args.algo != AlgoChoice::automatic &&
                                           *plan.forced == planner->algorithm);
-    plan_row(row, args, *backend, options_for(args, plan.forced), plan.requested_alone);
+    plan_row(row, *backend, options_for(args, plan.forced), plan.requested_alone);
   }
+  require_a_runnable_row(report.rows, args, *backend);
 
   compute_references(*problem, args, progress, [&](int r) { return backend->holds(r); });
   for (std::size_t i = 0; i < plans.size(); ++i) {
@@ -97,9 +98,8 @@ int run_command(Args args, const std::string& command_line) {
     if (!row.available) continue;
     const Options options = options_for(args, plans[i].forced);
     const std::string label = std::string("[") + to_string(*row.algorithm) + "] ";
-    if (args.check) check_row(row, args, *backend, *problem, options, progress, label);
-    const RunInfo ran =
-        time_row(row, args.op, *backend, options, args.warmup, args.iters, progress, label);
+    if (args.check) check_row(row, *backend, options, progress, label);
+    const RunInfo ran = time_row(row, *backend, options, args.warmup, args.iters, progress, label);
     if (!plans[i].forced) {  // name what rank 0's calls ran
       row.algorithm = ran.algorithm;
       row.label = std::string("auto -> ") + to_string(ran.algorithm);
