@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include "asynctp/error.hpp"
 #include "bootstrap/socket_io.hpp"
+#include "core/deadline.hpp"
 
 namespace asynctp::bootstrap {
 namespace {
@@ -215,12 +217,14 @@ std::vector<std::string> all_gather_records(const LaunchInfo& info, const std::s
                                                  ": must lie in [1, 65535], got " +
                                                  std::to_string(info.rendezvous_port));
   }
-  const Deadline start = Clock::now();
-  const Deadline deadline = start + std::chrono::milliseconds(timeout_ms);
+  // Saturating: a huge timeout (a caller's "forever") must not overflow the
+  // clock into the past and expire at once.
+  const Deadline deadline = core::deadline_after(timeout_ms);
   if (info.rank == 0) return serve(info, record, deadline);
   // Rank 0 answers only when everyone has come or its own timeout passed,
   // and it may have started later than this rank: wait for it twice as long.
-  return join(info, record, deadline, start + std::chrono::milliseconds(2 * timeout_ms));
+  const std::int64_t twice = timeout_ms > INT64_MAX / 2 ? INT64_MAX : 2 * timeout_ms;
+  return join(info, record, deadline, core::deadline_after(twice));
 }
 
 }  // namespace asynctp::bootstrap
