@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -10,20 +11,12 @@
 
 #include "asynctp/error.hpp"
 #include "bootstrap/socket_io.hpp"
+#include "core/deadline.hpp"
 
 namespace asynctp::bootstrap {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// "ATPR": tells a stray connection (a port scanner, another service on the
-// port) from a rank, both ways.
-constexpr std::uint32_t kMagic = 0x41545052u;
-// 2: rank 0 answers each hello at once with (magic, version).
-constexpr std::uint32_t kVersion = 2;
-constexpr std::uint32_t kStatusOk = 0;
-constexpr std::uint32_t kStatusMismatch = 1;
-constexpr std::uint32_t kStatusTimeout = 2;
 
 // A rank says hello as soon as it connects, so a connection that stays silent
 // (not a rank) may hold rank 0 up this long at most; a peer allows rank 0 as
@@ -35,25 +28,18 @@ constexpr auto kReplyWindow = std::chrono::seconds(5);
 // Ranks named in a "did not connect" error; the rest are counted.
 constexpr std::size_t kRanksListed = 16;
 
-struct Hello {
-  std::uint32_t world_size = 0;
-  std::uint32_t rank = 0;
-  std::string record;
-};
+// The wire's reads over a socket, each bounded by `deadline`.
+class SocketSource final : public ByteSource {
+ public:
+  SocketSource(const Socket& s, Deadline deadline, std::string what)
+      : s_(s), deadline_(deadline), what_(std::move(what)) {}
+  void read(void* data, std::size_t bytes) override { recv_all(s_, data, bytes, deadline_, what_); }
 
-// The length is checked before anything is allocated: a wrong or hostile
-// length costs nothing.
-std::string recv_bytes(const Socket& s, Deadline deadline, const std::string& what) {
-  const std::uint32_t length = recv_u32(s, deadline, what);
-  if (length > kMaxRecordBytes) {
-    throw Error(ErrorCode::backend, what + ": a record of " + std::to_string(length) +
-                                        " bytes, more than the limit " +
-                                        std::to_string(kMaxRecordBytes));
-  }
-  std::string out(length, '\0');
-  recv_all(s, out.data(), out.size(), deadline, what);
-  return out;
-}
+ private:
+  const Socket& s_;
+  Deadline deadline_;
+  std::string what_;
+};
 
 void send_bytes(const Socket& s, const std::string& bytes, Deadline deadline,
                 const std::string& what) {
@@ -71,22 +57,15 @@ std::string hex(std::uint32_t value) {
 // connection that is not an asynctp rank of this version, or that is gone
 // before its answer. An asynctp rank of another version gets the answer
 // too, so that it can say what is wrong.
-std::optional<Hello> read_hello(const Socket& s, Deadline deadline) {
+std::optional<Hello> hear_hello(const Socket& s, Deadline deadline) {
   const std::string what = "rendezvous: reading a rank's hello";
   try {
-    if (recv_u32(s, deadline, what) != kMagic) return std::nullopt;
-    const std::uint32_t version = recv_u32(s, deadline, what);
-    if (version != kVersion) {
-      send_u32(s, kMagic, deadline, what);
-      send_u32(s, kVersion, deadline, what);
-      return std::nullopt;
-    }
-    Hello h;
-    h.world_size = recv_u32(s, deadline, what);
-    h.rank = recv_u32(s, deadline, what);
-    h.record = recv_bytes(s, deadline, what);
-    send_u32(s, kMagic, deadline, what);
-    send_u32(s, kVersion, deadline, what);
+    SocketSource source(s, deadline, what);
+    Hello h = read_hello(source);
+    if (h.kind == Hello::Kind::not_a_rank) return std::nullopt;
+    send_u32(s, kRendezvousMagic, deadline, what);
+    send_u32(s, kRendezvousVersion, deadline, what);
+    if (h.kind != Hello::Kind::rank) return std::nullopt;
     return h;
   } catch (const Error&) {
     return std::nullopt;  // a stray or broken connection must not end the job
@@ -138,7 +117,7 @@ std::vector<std::string> serve(const LaunchInfo& info, const std::string& record
   while (static_cast<std::int64_t>(peers.size()) < world - 1) {
     Socket s = accept_until(listener, deadline);
     if (!s.valid()) break;  // the deadline passed
-    auto hello = read_hello(s, std::min(deadline, Clock::now() + kHelloWindow));
+    auto hello = hear_hello(s, std::min(deadline, Clock::now() + kHelloWindow));
     if (!hello) continue;
     peers.push_back(std::move(s));
     if (!error.empty()) continue;
@@ -187,8 +166,8 @@ std::vector<std::string> join(const LaunchInfo& info, const std::string& record,
   // else holds the port.
   const Deadline answer_deadline = std::max(connect_deadline, Clock::now() + kHelloWindow);
   const std::string hello = self + " saying hello to " + at;
-  send_u32(s, kMagic, answer_deadline, hello);
-  send_u32(s, kVersion, answer_deadline, hello);
+  send_u32(s, kRendezvousMagic, answer_deadline, hello);
+  send_u32(s, kRendezvousVersion, answer_deadline, hello);
   send_u32(s, static_cast<std::uint32_t>(info.world_size), answer_deadline, hello);
   send_u32(s, static_cast<std::uint32_t>(info.rank), answer_deadline, hello);
   send_bytes(s, record, answer_deadline, hello);
@@ -197,30 +176,21 @@ std::vector<std::string> join(const LaunchInfo& info, const std::string& record,
                              " to answer its hello (no answer: another service holds that port, "
                              "e.g. a TCPStore; ASYNCTP_RENDEZVOUS_PORT chooses another)";
   const std::uint32_t magic = recv_u32(s, answer_deadline, answer);
-  if (magic != kMagic) {
+  if (magic != kRendezvousMagic) {
     throw Error(ErrorCode::backend,
                 answer + ": the answer (" + hex(magic) + ") is not asynctp's rendezvous");
   }
   const std::uint32_t version = recv_u32(s, answer_deadline, answer);
-  if (version != kVersion) {
+  if (version != kRendezvousVersion) {
     throw Error(ErrorCode::mismatch, self + ": " + at + " speaks rendezvous version " +
                                          std::to_string(version) + ", this rank " +
-                                         std::to_string(kVersion) +
+                                         std::to_string(kRendezvousVersion) +
                                          " (ranks of different asynctp builds)");
   }
 
   const std::string wait = self + " waiting for " + at + " to hear from every rank";
-  const std::uint32_t status = recv_u32(s, reply_deadline, wait);
-  if (status == kStatusMismatch || status == kStatusTimeout) {
-    const std::string error = recv_bytes(s, reply_deadline, wait);
-    throw Error(status == kStatusTimeout ? ErrorCode::timeout : ErrorCode::mismatch, error);
-  }
-  if (status != kStatusOk) {
-    throw Error(ErrorCode::backend, wait + ": rank 0 sent an unknown status " + hex(status));
-  }
-  std::vector<std::string> records(static_cast<std::size_t>(info.world_size));
-  for (std::string& r : records) r = recv_bytes(s, reply_deadline, wait);
-  return records;
+  SocketSource source(s, reply_deadline, wait);
+  return read_verdict(source, info.world_size, wait);
 }
 
 }  // namespace
@@ -247,12 +217,14 @@ std::vector<std::string> all_gather_records(const LaunchInfo& info, const std::s
                                                  ": must lie in [1, 65535], got " +
                                                  std::to_string(info.rendezvous_port));
   }
-  const Deadline start = Clock::now();
-  const Deadline deadline = start + std::chrono::milliseconds(timeout_ms);
+  // Saturating: a huge timeout (a caller's "forever") must not overflow the
+  // clock into the past and expire at once.
+  const Deadline deadline = core::deadline_after(timeout_ms);
   if (info.rank == 0) return serve(info, record, deadline);
   // Rank 0 answers only when everyone has come or its own timeout passed,
   // and it may have started later than this rank: wait for it twice as long.
-  return join(info, record, deadline, start + std::chrono::milliseconds(2 * timeout_ms));
+  const std::int64_t twice = timeout_ms > INT64_MAX / 2 ? INT64_MAX : 2 * timeout_ms;
+  return join(info, record, deadline, core::deadline_after(twice));
 }
 
 }  // namespace asynctp::bootstrap

@@ -32,11 +32,9 @@
 #include <vector>
 
 #include "bootstrap/launch_env.hpp"
+#include "bootstrap/rendezvous_wire.hpp"
 
 namespace asynctp::bootstrap {
-
-// Most bytes one rank may contribute.
-inline constexpr std::size_t kMaxRecordBytes = 64 * 1024;
 
 // Throws Error(invalid_argument) on a record over kMaxRecordBytes or a bad
 // LaunchInfo, Error(mismatch) when the ranks disagree (world size, a rank

@@ -15,6 +15,16 @@ std::string field_mismatch(const char* field, int rank, const std::string& first
          std::to_string(rank) + " has " + other;
 }
 
+// M = m * W, as a peer's record states it: the record may come from another
+// process (a different build, a broken peer), so the product may not fit.
+std::string rows_of(const ProblemDesc& p) {
+  std::int64_t rows = 0;
+  if (__builtin_mul_overflow(p.m, static_cast<std::int64_t>(p.world_size), &rows)) {
+    return std::to_string(p.m) + " x " + std::to_string(p.world_size);
+  }
+  return std::to_string(rows);
+}
+
 }  // namespace
 
 std::string find_disagreement(const std::vector<CallRecord>& records) {
@@ -48,8 +58,7 @@ std::string find_disagreement(const std::vector<CallRecord>& records) {
       // Every rank's partial product is M x n, cut into the same chunks; the
       // K-slices (k) may differ, as partials do not depend on them.
       if (other.problem.m != first.problem.m) {
-        return field_mismatch("a rows (M)", r, std::to_string(first.problem.gathered_rows()),
-                              std::to_string(other.problem.gathered_rows()));
+        return field_mismatch("a rows (M)", r, rows_of(first.problem), rows_of(other.problem));
       }
       if (other.problem.n != first.problem.n) {
         return field_mismatch("b columns (n)", r, std::to_string(first.problem.n),

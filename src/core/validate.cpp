@@ -22,6 +22,12 @@ std::string shape_of(const TensorView& t) {
 
 void check_common(const std::string& name, const TensorView& t, DeviceKind device_kind) {
   if (t.data == nullptr) fail(name, "data pointer must not be null");
+  // A DType is any int to the compiler (a cast, a C caller): one the library
+  // does not know would be read and written with the wrong element size.
+  if (t.dtype != DType::bf16 && t.dtype != DType::fp16 && t.dtype != DType::fp32) {
+    fail(name, "dtype must be bf16, fp16 or fp32, got the value " +
+                   std::to_string(static_cast<int>(t.dtype)));
+  }
   if (t.rows <= 0 || t.cols <= 0) {
     fail(name, "shape must be positive in both dimensions, got " + shape_of(t));
   }
