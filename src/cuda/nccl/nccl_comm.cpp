@@ -463,8 +463,13 @@ std::uint32_t NcclComm::execute_reduce_scatter(const call::OpCall& call,
       std::max<std::size_t>(static_cast<std::size_t>(rs.problem.gathered_rows() * rs.problem.n) *
                                 element_size(rs.problem.dtype),
                             1);
+  // One rank's pipelined call runs its one chunk on lane 0 only, so only
+  // that lane's handle exists after the uncaptured call.
+  const Algorithm lanes_used = checked.plan.algorithm == Algorithm::pipelined && world_ == 1
+                                   ? Algorithm::decomposed
+                                   : checked.plan.algorithm;
   if (checked.capturing &&
-      (res_->partial.size() < bytes || !gpu::gemm_ready(*backend_, checked.plan.algorithm))) {
+      (res_->partial.size() < bytes || !gpu::gemm_ready(*backend_, lanes_used))) {
     gpu::fail_argument("options.stream",
                        "is capturing a graph, but this call would first have to allocate its "
                        "partial product or library GEMM handle; make the same call once "
