@@ -34,14 +34,6 @@ std::uint32_t* flag(const RankResources& res, int c) {
   return static_cast<std::uint32_t*>(res.flags.get()) + c;
 }
 
-void wait(rt::StreamHandle stream, rt::EventHandle event, const char* what) {
-  check(rt::stream_wait_event(stream, event), what);
-}
-
-void record(rt::EventHandle event, rt::StreamHandle stream, const char* what) {
-  check(rt::event_record(event, stream), what);
-}
-
 }  // namespace
 
 void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend) {

@@ -8,10 +8,6 @@
 namespace asynctp::gpu {
 namespace {
 
-void wait(rt::StreamHandle stream, rt::EventHandle event, const char* what) {
-  check(rt::stream_wait_event(stream, event), what);
-}
-
 void* c_rows(const CallSpec& call, int chunk) {
   const std::size_t row_bytes =
       static_cast<std::size_t>(call.problem.n) * element_size(call.problem.dtype);

@@ -13,14 +13,6 @@
 namespace asynctp::gpu {
 namespace {
 
-void wait(rt::StreamHandle stream, rt::EventHandle event, const char* what) {
-  check(rt::stream_wait_event(stream, event), what);
-}
-
-void record(rt::EventHandle event, rt::StreamHandle stream, const char* what) {
-  check(rt::event_record(event, stream), what);
-}
-
 rt::EventHandle computed(const RankResources& res, int chunk) {
   return res.computed[static_cast<std::size_t>(chunk)]->get();
 }

@@ -9,29 +9,11 @@ namespace asynctp::nccl {
 namespace {
 
 namespace rt = gpu::rt;
+using gpu::record;
+using gpu::wait;
 
 std::uint32_t* flag(const gpu::RankResources& res, int piece) {
   return static_cast<std::uint32_t*>(res.flags.get()) + piece;
-}
-
-void wait(rt::StreamHandle stream, rt::EventHandle event, const char* what) {
-  gpu::check(rt::stream_wait_event(stream, event), what);
-}
-
-void record(rt::EventHandle event, rt::StreamHandle stream, const char* what) {
-  gpu::check(rt::event_record(event, stream), what);
-}
-
-ncclDataType_t nccl_type(DType dtype) {
-  switch (dtype) {
-    case DType::bf16:
-      return ncclBfloat16;
-    case DType::fp16:
-      return ncclFloat16;
-    case DType::fp32:
-      return ncclFloat32;
-  }
-  return ncclBfloat16;
 }
 
 void barrier(const NcclCallContext& context, rt::StreamHandle stream) {

@@ -13,26 +13,8 @@ namespace asynctp::nccl {
 namespace {
 
 namespace rt = gpu::rt;
-
-void wait(rt::StreamHandle stream, rt::EventHandle event, const char* what) {
-  gpu::check(rt::stream_wait_event(stream, event), what);
-}
-
-void record(rt::EventHandle event, rt::StreamHandle stream, const char* what) {
-  gpu::check(rt::event_record(event, stream), what);
-}
-
-ncclDataType_t nccl_type(DType dtype) {
-  switch (dtype) {
-    case DType::bf16:
-      return ncclBfloat16;
-    case DType::fp16:
-      return ncclFloat16;
-    case DType::fp32:
-      break;
-  }
-  return ncclFloat32;
-}
+using gpu::record;
+using gpu::wait;
 
 std::size_t chunk_bytes(const core::ProblemDesc& p) {
   return static_cast<std::size_t>(p.m * p.n) * element_size(p.dtype);
