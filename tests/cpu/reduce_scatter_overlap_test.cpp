@@ -12,6 +12,7 @@
 // beside the shipping of earlier ones, and the reduction's spans.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -94,15 +95,18 @@ TEST(ReduceScatterOverlap, NativeShipsEarlyChunksWhileLaterOnesAreComputed) {
     const bool native = algorithm == Algorithm::native;
     const auto hold = std::chrono::milliseconds(native ? 30'000 : 200);
     Trace trace;
-    std::vector<int> shipped_at_release(kWorld, -1);
+    // Several GEMM workers of a rank may reach its own chunk: the first to be
+    // released records what it saw.
+    std::vector<std::atomic<int>> shipped_at_release(kWorld);
+    for (auto& v : shipped_at_release) v = -1;
     Options options = options_for(algorithm, trace);
     options.hooks.before_compute = [&](int rank, int chunk) {
       if (chunk != rank) return;  // hold only the own chunk, computed last
       const bool shipped = hold_until(
           trace, hold, [&](const Trace::Event& e) { return is_ship(e, rank, first_chunk(rank)); });
-      if (shipped_at_release[static_cast<std::size_t>(rank)] < 0) {
-        shipped_at_release[static_cast<std::size_t>(rank)] = shipped ? 1 : 0;
-      }
+      int unset = -1;
+      shipped_at_release[static_cast<std::size_t>(rank)].compare_exchange_strong(unset,
+                                                                                 shipped ? 1 : 0);
     };
     asynctp_test::run_and_check(group, problem, options, 90.0);
 
@@ -126,14 +130,14 @@ TEST(ReduceScatterOverlap, NativeShipsEarlyChunksWhileLaterOnesAreComputed) {
       ASSERT_GE(ship_end, 0) << "no ship span for the first chunk";
       if (native) {
         ASSERT_GE(own_gemm_begin, 0) << "no GEMM span on the own chunk";
-        EXPECT_EQ(shipped_at_release[static_cast<std::size_t>(rank)], 1)
+        EXPECT_EQ(shipped_at_release[static_cast<std::size_t>(rank)].load(), 1)
             << "the first chunk was not shipped while the own chunk waited to be computed";
         EXPECT_LT(ship_end, own_gemm_begin);
         // One span per tile of the own chunk: 2 M tiles x 2 N tiles.
         EXPECT_EQ(count(trace, [&](const Trace::Event& e) { return is_gemm_on(e, rank, rank); }),
                   4);
       } else {
-        EXPECT_EQ(shipped_at_release[static_cast<std::size_t>(rank)], 0)
+        EXPECT_EQ(shipped_at_release[static_cast<std::size_t>(rank)].load(), 0)
             << "decomposed shipped before its GEMM finished";
         EXPECT_GE(first_ship_begin, last_gemm_end) << "decomposed must finish its GEMM first";
       }
