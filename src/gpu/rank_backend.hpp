@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "asynctp/error.hpp"
 #include "asynctp/tensor.hpp"
 #include "core/config.hpp"
 #include "core/planner.hpp"
@@ -20,6 +21,7 @@
 #include "gpu/call_spec.hpp"
 #include "gpu/library_gemm.hpp"
 #include "gpu/rank_resources.hpp"
+#include "gpu/reduce_scatter_spec.hpp"
 
 namespace asynctp::gpu {
 
@@ -52,6 +54,16 @@ class RankBackend {
   virtual void launch_native(const CallSpec& call, RankResources& res,
                              const std::uint32_t* flags) = 0;
 
+  // The native reduce-scatter GEMM on res.compute: call.partial (M x n) =
+  // call.a @ call.b, one persistent grid that leaves at least sms_left_free
+  // SMs idle, waits on nothing and computes the chunks in core::send_order,
+  // setting done_flags[c] = call.epoch once chunk c is stored (done_counters:
+  // W words, 0 before and after). Backends without that kernel report it in
+  // their capabilities, so the planner never reaches this default.
+  virtual void launch_native_reduce_scatter(const ReduceScatterSpec& call, RankResources& res,
+                                            std::uint32_t* done_flags,
+                                            std::uint32_t* done_counters, int sms_left_free);
+
   // The library GEMM of lane 0 (decomposed, pipelined's even chunks) or 1;
   // nullptr when this build has none (the capabilities then say so).
   virtual LibraryGemm* library_gemm(int lane) noexcept = 0;
@@ -61,5 +73,11 @@ class RankBackend {
   virtual std::string native_error_message(const std::uint32_t words[3],
                                            std::uint64_t timeout_ns) const = 0;
 };
+
+inline void RankBackend::launch_native_reduce_scatter(const ReduceScatterSpec&, RankResources&,
+                                                      std::uint32_t*, std::uint32_t*, int) {
+  throw Error(ErrorCode::unsupported,
+              std::string("the ") + name() + " backend has no native reduce-scatter kernel");
+}
 
 }  // namespace asynctp::gpu

@@ -2,9 +2,12 @@
 // halves the transport enqueues in turn (loopback_comm.cpp):
 //   products:  [modelled: the peers' partials of this rank's chunk, placed
 //              into its slots before the timed span] -> call_begin -> fork ->
-//              the partial's GEMMs in core::send_order (pipelined: one per
-//              chunk on two lanes; decomposed: one) -> each peer chunk
-//              shipped to its owner's slot as its GEMM completes (pcie:
+//              the partial's GEMMs in core::send_order (native: one
+//              persistent grid that releases each chunk's flag once its last
+//              tile is stored; pipelined: one per chunk on two lanes;
+//              decomposed: one) -> each peer chunk shipped to its owner's
+//              slot as its GEMM completes (native: a stream memory operation
+//              waits on the chunk's flag, enqueued after the grid; pcie:
 //              device -> pinned host -> owner's slot on copy engines, then
 //              the owner's slot flag; modelled: the link's transfer time,
 //              then the slot's event);

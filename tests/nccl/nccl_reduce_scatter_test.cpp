@@ -8,7 +8,7 @@
 //   NcclReduceScatter.WorldOfOne
 //       W = 1: bf16/fp16/fp32 x B row/col-major x decomposed, pipelined and
 //       auto (decomposed); forced native is Error(unsupported) naming the
-//       missing kernel, outputs untouched; a graph of an uncaptured-first
+//       missing schedule (nccl::kNoNativeReduceScatter), outputs untouched; a graph of an uncaptured-first
 //       call replays with fresh inputs, for both algorithms.
 //   NcclReduceScatterMulti/W.EveryDtypeAndLayout
 //       W = 2, 4, 8 ranks on W GPUs (skip when fewer), random shapes with
@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/nccl/enqueue_nccl_reduce_scatter.hpp"
 #include "gpu/reduce_scatter_support.hpp"
 #include "nccl/nccl_support.hpp"
 
@@ -119,9 +120,7 @@ TEST(NcclReduceScatter, WorldOfOne) {
     EXPECT_FALSE(results[0].call_ok);
     EXPECT_EQ(ErrorCode::unsupported, results[0].code.value_or(ErrorCode::backend))
         << results[0].message;
-    EXPECT_TRUE(lb::contains(results[0].message,
-                             "the native reduce-scatter kernel (a tile-completion signal in the "
-                             "CUTLASS epilogue) is not built yet"))
+    EXPECT_TRUE(lb::contains(results[0].message, nccl::kNoNativeReduceScatter))
         << results[0].message;
     ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("forced native"));
   }

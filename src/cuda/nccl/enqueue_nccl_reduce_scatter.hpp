@@ -34,6 +34,12 @@
 
 namespace asynctp::nccl {
 
+// Why this transport plans no native reduce-scatter (the CUDA backend has the
+// kernel, gpu::RankBackend::launch_native_reduce_scatter; this enqueue has no
+// schedule around it yet), and forcing it is an error.
+inline constexpr const char* kNoNativeReduceScatter =
+    "the NCCL transport has no native reduce-scatter schedule yet (loopback has one)";
+
 struct NcclReduceScatterCall {
   core::ProblemDesc problem;
   core::Plan plan;

@@ -139,6 +139,9 @@ call::CheckedCall NcclComm::check(const call::OpCall& call, const Options& optio
   site.rank = rank_;
   site.no_peer_access = no_peer_access_;
   site.native_blocked = peer_copy_blocker_;
+  if (call.op == core::OpKind::matmul_reduce_scatter && site.native_blocked.empty()) {
+    site.native_blocked = kNoNativeReduceScatter;
+  }
   return gpu::check_call(site, *backend_, call, options);
 }
 
