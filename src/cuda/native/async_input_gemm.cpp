@@ -117,11 +117,12 @@ const char* schedule_name(KernelSchedule s) {
 
 namespace {
 
-const std::vector<NativeGemmConfig>& all_configs() {
-  static const std::vector<NativeGemmConfig> configs = [] {
+// Both sides' configs, each side's in kConfigSpecs order.
+const std::array<std::vector<NativeGemmConfig>, 2>& configs_by_side() {
+  static const std::array<std::vector<NativeGemmConfig>, 2> sides = [] {
     static std::vector<std::string> names;  // owns the name strings
     names.reserve(sizeof(kConfigSpecs) / sizeof(kConfigSpecs[0]));
-    std::vector<NativeGemmConfig> out;
+    std::array<std::vector<NativeGemmConfig>, 2> out;
     for (const ConfigSpec& s : kConfigSpecs) {
       NativeGemmConfig c{};
       c.sync = s.sync;
@@ -140,29 +141,24 @@ const std::vector<NativeGemmConfig>& all_configs() {
       if (!c.has_b_row_major && !c.has_b_col_major) continue;  // not built
       names.push_back(config_name(s));
       c.name = names.back().c_str();
-      out.push_back(c);
+      out[c.sync == ChunkSync::release_output ? 1 : 0].push_back(c);
     }
     return out;
   }();
-  return configs;
+  return sides;
 }
 
 }  // namespace
 
 const std::vector<NativeGemmConfig>& native_gemm_configs(ChunkSync sync) {
-  static const std::array<std::vector<NativeGemmConfig>, 2> sides = [] {
-    std::vector<NativeGemmConfig> input, output;
-    for (const NativeGemmConfig& c : all_configs()) {
-      (c.sync == ChunkSync::release_output ? output : input).push_back(c);
-    }
-    return std::array<std::vector<NativeGemmConfig>, 2>{input, output};
-  }();
-  return sides[sync == ChunkSync::release_output ? 1 : 0];
+  return configs_by_side()[sync == ChunkSync::release_output ? 1 : 0];
 }
 
 const NativeGemmConfig* find_native_gemm_config(const std::string& name) {
-  for (const NativeGemmConfig& c : all_configs()) {
-    if (name == c.name) return &c;
+  for (const auto& side : configs_by_side()) {
+    for (const NativeGemmConfig& c : side) {
+      if (name == c.name) return &c;
+    }
   }
   return nullptr;
 }
@@ -253,12 +249,14 @@ void preload_kernels(int device) {
   shape.timeout_ns = 1;
   shape.done_flags = words;
   shape.done_counters = words;
-  for (const NativeGemmConfig& c : all_configs()) {
-    shape.sync = c.sync;
-    shape.m_per_chunk = c.m_granularity;
-    for (const bool col_major : {false, true}) {
-      shape.b_col_major = col_major;
-      (void)grid_size(c, shape);  // the occupancy query loads the kernel
+  for (const auto& side : configs_by_side()) {
+    for (const NativeGemmConfig& c : side) {
+      shape.sync = c.sync;
+      shape.m_per_chunk = c.m_granularity;
+      for (const bool col_major : {false, true}) {
+        shape.b_col_major = col_major;
+        (void)grid_size(c, shape);  // the occupancy query loads the kernel
+      }
     }
   }
   (void)cudaSetDevice(previous);
