@@ -9,12 +9,12 @@
 //   asynctp_reduction_cost
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <random>
 #include <vector>
 
+#include "asynctp/bench.hpp"
 #include "cuda/cuda_check.hpp"
 #include "gpu/partial_kernels.hpp"
 #include "gpu/resources.hpp"
@@ -27,27 +27,20 @@ using asynctp::cuda::check_cuda;
 constexpr int kWorld = 8;
 constexpr int kReps = 21;
 
+// Event-timed repetitions on one stream, after one warm-up.
 template <class Enqueue>
 double median_ms(cudaStream_t s, Enqueue enqueue) {
-  enqueue();  // warm-up
-  check_cuda(cudaStreamSynchronize(s), "warm-up");
-  cudaEvent_t a, b;
-  check_cuda(cudaEventCreate(&a), "cudaEventCreate");
-  check_cuda(cudaEventCreate(&b), "cudaEventCreate");
-  std::vector<float> times;
+  enqueue();
+  std::vector<double> times;
   for (int r = 0; r < kReps; ++r) {
-    check_cuda(cudaEventRecord(a, s), "record");
+    bench::Event begin, end;
+    begin.record(s);
     enqueue();
-    check_cuda(cudaEventRecord(b, s), "record");
-    check_cuda(cudaEventSynchronize(b), "sync");
-    float ms = 0;
-    check_cuda(cudaEventElapsedTime(&ms, a, b), "elapsed");
-    times.push_back(ms);
+    end.record(s);
+    end.synchronize();
+    times.push_back(end.ms_since(begin));
   }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return bench::median(times);
 }
 
 }  // namespace
@@ -61,8 +54,8 @@ int main() {
   };
   const Shape shapes[] = {{4096, 8192}, {8192, 8192}, {16384, 8192},
                           {4096, 5120}, {8192, 5120}, {16384, 5120}};
-  std::printf("%-22s %10s %12s %10s %12s %10s %9s\n", "M/W x n (W = 8)", "bytes MB",
-              "reduce (us)", "GB/s", "copy (us)", "GB/s", "fraction");
+  std::printf("%-22s %10s %12s %10s %12s %10s %9s\n", "M/W x n (W = 8)", "bytes MB", "reduce (us)",
+              "GB/s", "copy (us)", "GB/s", "fraction");
   std::mt19937 rng(20261204);
   for (const Shape& shape : shapes) {
     const std::int64_t m = shape.m_global / kWorld;

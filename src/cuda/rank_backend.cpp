@@ -153,14 +153,13 @@ void CudaRankBackend::launch_native(const gpu::CallSpec& call, gpu::RankResource
   check_cuda(native::launch(*config, args, nullptr, res.compute.get()), "native GEMM launch");
 }
 
-void CudaRankBackend::launch_native_reduce_scatter(const gpu::ReduceScatterSpec& call,
-                                                   gpu::RankResources& res,
-                                                   std::uint32_t* done_flags,
-                                                   std::uint32_t* done_counters, int sms_left_free) {
-  const native::NativeGemmConfig* config = native::find_native_gemm_config(call.native_kernel);
+void CudaRankBackend::launch_native_reduce_scatter(const gpu::NativeReduceScatter& call,
+                                                   gpu::RankResources& res) {
+  const native::NativeGemmConfig* config = native::find_native_gemm_config(call.kernel);
   if (config == nullptr) {
-    throw Error(ErrorCode::backend, "native reduce-scatter GEMM launch with unknown kernel config '" +
-                                        call.native_kernel + "'");
+    throw Error(
+        ErrorCode::backend,
+        "native reduce-scatter GEMM launch with unknown kernel config '" + call.kernel + "'");
   }
   native::NativeGemmArgs args;
   args.sync = native::ChunkSync::release_output;
@@ -174,10 +173,10 @@ void CudaRankBackend::launch_native_reduce_scatter(const gpu::ReduceScatterSpec&
   args.world_size = call.problem.world_size;
   args.pivot = (call.problem.rank + 1) % call.problem.world_size;  // core::send_order
   args.epoch = call.epoch;
-  args.done_flags = done_flags;
-  args.done_counters = done_counters;
+  args.done_flags = call.done_flags;
+  args.done_counters = call.done_counters;
   // Cluster rounding may leave one more SM idle than asked.
-  args.max_sms = sms_left_free > 0 ? info_.sm_count - sms_left_free : 0;
+  args.max_sms = call.sms_left_free > 0 ? info_.sm_count - call.sms_left_free : 0;
   std::string why;
   if (!native::can_implement(*config, args, &why)) {
     throw Error(ErrorCode::unsupported,

@@ -53,9 +53,8 @@ class CudaRankBackend final : public gpu::RankBackend {
                             const core::ResolvedOptions& options) const override;
   void launch_native(const gpu::CallSpec& call, gpu::RankResources& res,
                      const std::uint32_t* flags) override;
-  void launch_native_reduce_scatter(const gpu::ReduceScatterSpec& call, gpu::RankResources& res,
-                                    std::uint32_t* done_flags, std::uint32_t* done_counters,
-                                    int sms_left_free) override;
+  void launch_native_reduce_scatter(const gpu::NativeReduceScatter& call,
+                                    gpu::RankResources& res) override;
   gpu::LibraryGemm* library_gemm(int lane) noexcept override;
   std::string native_error_message(const std::uint32_t words[3],
                                    std::uint64_t timeout_ns) const override;

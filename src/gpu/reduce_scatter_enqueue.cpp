@@ -19,23 +19,12 @@ rt::EventHandle computed(const RankResources& res, int chunk) {
 
 bool native(const ReduceScatterSpec& call) { return call.plan.algorithm == Algorithm::native; }
 
-// The native GEMM's chunk signals live in the rank's flag words (W words are
-// enough of them, RankResources): chunk c's done flag, then its tile counter.
-std::uint32_t* done_flags(RankResources& res) {
-  return static_cast<std::uint32_t*>(res.flags.get());
-}
-std::uint32_t* done_counters(RankResources& res, int world) {
-  return done_flags(res) + world;
-}
-
 // `stream`'s later work starts once chunk c of this rank's partial is
-// computed: the native GEMM's chunk flag (a stream memory operation, no SM,
-// and enqueued after the GEMM: nothing in a hardware queue waits ahead of
-// it), or the library GEMM's event.
+// computed: the native GEMM's chunk flag or the library GEMM's event.
 void wait_computed(const ReduceScatterSpec& call, RankResources& res, rt::StreamHandle stream,
                    int chunk) {
   if (native(call)) {
-    wait_value32_equal(stream, done_flags(res) + chunk, call.epoch);
+    wait_native_chunk(res, stream, chunk, call.epoch);
   } else {
     wait(stream, computed(res, chunk), "stream wait (partial chunk computed)");
   }
@@ -63,11 +52,10 @@ void enqueue_gemms(const ReduceScatterSpec& call, RankResources& res, RankBacken
     // The arrival model's delays are small kernels on copy_in, behind the
     // chunk flags: the grid leaves them an SM (bench/NOTES.md states the
     // cost). Real shipping needs none.
-    backend.launch_native_reduce_scatter(call, res, done_flags(res), done_counters(res, world),
-                                         call.modelled ? 1 : 0);
-    // The own chunk is the last one the grid computes: the reduction's wait.
-    record(computed(res, call.problem.rank), res.compute.get(),
-           "event record (partial computed)");
+    const int sms_left_free = call.modelled ? 1 : 0;
+    enqueue_native_partial({call.problem, call.native_kernel, call.a, call.b, call.partial,
+                            call.epoch, sms_left_free, nullptr, nullptr},
+                           res, backend);
     return;
   }
   if (call.plan.algorithm == Algorithm::pipelined) {
@@ -134,7 +122,32 @@ void model_arrivals(const ReduceScatterSpec& call, RankResources& res) {
   }
 }
 
+// The native GEMM's chunk signals live in the rank's flag words (W words are
+// enough of them, RankResources): chunk c's done flag, then its tile counter.
+std::uint32_t* done_flags(RankResources& res) {
+  return static_cast<std::uint32_t*>(res.flags.get());
+}
+
 }  // namespace
+
+void reset_native_signals(RankResources& res, int world, rt::StreamHandle stream) {
+  check(rt::memset_async(res.flags.get(), 0,
+                         2 * sizeof(std::uint32_t) * static_cast<std::size_t>(world), stream),
+        "memset (chunk flags and tile counters)");
+}
+
+void enqueue_native_partial(NativeReduceScatter call, RankResources& res, RankBackend& backend) {
+  call.done_flags = done_flags(res);
+  call.done_counters = done_flags(res) + call.problem.world_size;
+  backend.launch_native_reduce_scatter(call, res);
+  // The own chunk is the last one the grid computes: the reduction's wait.
+  record(computed(res, call.problem.rank), res.compute.get(), "event record (partial computed)");
+}
+
+void wait_native_chunk(RankResources& res, rt::StreamHandle stream, int chunk,
+                       std::uint32_t epoch) {
+  wait_value32_equal(stream, done_flags(res) + chunk, epoch);
+}
 
 void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, RankBackend& backend) {
   const rt::StreamHandle s = call.stream;
@@ -144,16 +157,7 @@ void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, Rank
   }
   if (call.modelled) place_peer_partials(call, backend);
   if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
-  if (native(call)) {
-    // Flags back to 0 before anything waits on them (a graph replays the
-    // epoch it captured), and the tile counters too, whatever an earlier
-    // launch left: one memset ahead of the fork, so every reader is after it.
-    check(rt::memset_async(res.flags.get(), 0,
-                           2 * sizeof(std::uint32_t) *
-                               static_cast<std::size_t>(call.problem.world_size),
-                           s),
-          "memset (chunk flags and tile counters)");
-  }
+  if (native(call)) reset_native_signals(res, call.problem.world_size, s);
 
   record(res.fork.get(), s, "event record (fork)");
   for (rt::StreamHandle side :

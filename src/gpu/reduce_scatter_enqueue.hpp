@@ -30,6 +30,20 @@
 
 namespace asynctp::gpu {
 
+// The native GEMM's part of a reduce-scatter call, for every transport:
+// - reset_native_signals: the chunk flags and tile counters back to 0, on
+//   the caller's stream before the fork (a graph replays the epoch it
+//   captured, so last replay's flags would look ready);
+// - enqueue_native_partial: the grid on res.compute (call's flags and
+//   counters are the rank's), then res.computed[rank] (the own chunk, the
+//   grid's last);
+// - wait_native_chunk: `stream` waits (a stream memory operation: no SM)
+//   until chunk c is stored. Enqueue it after the grid: then nothing in any
+//   hardware queue waits ahead of the GEMM (CUDA_DEVICE_MAX_CONNECTIONS=1).
+void reset_native_signals(RankResources& res, int world, rt::StreamHandle stream);
+void enqueue_native_partial(NativeReduceScatter call, RankResources& res, RankBackend& backend);
+void wait_native_chunk(RankResources& res, rt::StreamHandle stream, int chunk, std::uint32_t epoch);
+
 void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, RankBackend& backend);
 
 // Also records res.reduced (uncaptured): the owner's slots are free again.

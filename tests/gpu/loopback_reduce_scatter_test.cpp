@@ -25,8 +25,8 @@
 //       correct, last_call_ms > 0;
 //       serialize_ranks with Link::pcie: refused, saying why.
 //   LoopbackReduceScatterGraph.ReplaysWithFreshInputs
-//       native, pipelined and decomposed. Link::arrival: each rank captures its uncaptured-first call; three
-//       replays with fresh inputs are correct; a direct call afterwards too.
+//       native, pipelined and decomposed. Link::arrival: each rank captures its uncaptured-first
+//       call; three replays with fresh inputs are correct; a direct call afterwards too.
 //       Link::pcie: the capture is refused on every rank (each rank's graph
 //       would wait on its peers' graphs), outputs untouched, and the group
 //       still runs direct calls.
@@ -108,7 +108,8 @@ std::vector<Case> cases() {
           for (bool col : {false, true}) all.push_back({world, link, a, dtype, col});
         }
       }
-      for (bool col : {false, true}) all.push_back({world, link, Algorithm::native, DType::bf16, col});
+      for (bool col : {false, true})
+        all.push_back({world, link, Algorithm::native, DType::bf16, col});
     }
   }
   return all;

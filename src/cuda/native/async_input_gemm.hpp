@@ -91,8 +91,7 @@ struct NativeGemmConfig {
 const char* schedule_name(KernelSchedule s);
 
 // Every config of this build for one side, in a stable order.
-const std::vector<NativeGemmConfig>& native_gemm_configs(
-    ChunkSync sync = ChunkSync::acquire_input);
+const std::vector<NativeGemmConfig>& native_gemm_configs(ChunkSync sync = ChunkSync::acquire_input);
 // nullptr when no config (of either side) has that name.
 const NativeGemmConfig* find_native_gemm_config(const std::string& name);
 

@@ -12,60 +12,50 @@
 // a microsecond, against 9 us and up of MMA for a 128x256 tile at k >= 1024).
 #pragma once
 
+#include "chunk_signal.cuh"
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
-
-#include "chunk_signal.cuh"
 
 namespace asynctp::cuda::native::kernel {
 
 template <class StockEpilogue>
 struct ChunkSignalingEpilogue : StockEpilogue {
-  using Base = StockEpilogue;
-  using typename Base::LoadPipeline;
-  using typename Base::LoadPipelineState;
-  using typename Base::StorePipeline;
-  using typename Base::StorePipelineState;
-  using typename Base::TensorStorage;
-
-  struct Arguments : Base::Arguments {
+  // The stock collective's arguments and params, each with the signal's.
+  struct Arguments : StockEpilogue::Arguments {
     ChunkSignalParams signal{};
   };
-
-  struct Params : Base::Params {
+  struct Params : StockEpilogue::Params {
     ChunkSignalParams signal{};
   };
 
   template <class ProblemShape>
   static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args,
                                         void* workspace) {
-    Params params;
-    static_cast<typename Base::Params&>(params) =
-        Base::to_underlying_arguments(problem_shape, args, workspace);
-    params.signal = args.signal;
-    return params;
+    return {StockEpilogue::to_underlying_arguments(problem_shape, args, workspace), args.signal};
   }
 
   CUTLASS_HOST_DEVICE
-  ChunkSignalingEpilogue(Params const& params, TensorStorage& shared_tensors)
-      : Base(params, shared_tensors), signal_(params.signal) {}
+  ChunkSignalingEpilogue(Params const& params, typename StockEpilogue::TensorStorage& shared)
+      : StockEpilogue(params, shared), signal_(params.signal) {}
 
   // Consumer perspective: called by every MMA thread for each output tile;
   // tile_coord_mnkl = (m tile, n tile, _, l). The stock epilogue issues its
   // TMA stores from warp 0 of the MMA threads.
   template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine,
             class AccLayout, class TiledMma>
-  CUTLASS_DEVICE auto store(LoadPipeline load_pipeline, LoadPipelineState load_pipe_consumer_state,
-                            StorePipeline store_pipeline,
-                            StorePipelineState store_pipe_producer_state,
+  CUTLASS_DEVICE auto store(typename StockEpilogue::LoadPipeline load_pipeline,
+                            typename StockEpilogue::LoadPipelineState load_pipe_consumer_state,
+                            typename StockEpilogue::StorePipeline store_pipeline,
+                            typename StockEpilogue::StorePipelineState store_pipe_producer_state,
                             ProblemShapeMNKL problem_shape_mnkl, TileShapeMNK tile_shape_MNK,
                             TileCoordMNKL tile_coord_mnkl,
                             cute::Tensor<AccEngine, AccLayout> accumulators, TiledMma tiled_mma,
-                            int thread_idx, TensorStorage& shared_tensors, int subtile_idx = -1) {
-    auto next = Base::store(load_pipeline, load_pipe_consumer_state, store_pipeline,
-                            store_pipe_producer_state, problem_shape_mnkl, tile_shape_MNK,
-                            tile_coord_mnkl, accumulators, tiled_mma, thread_idx, shared_tensors,
-                            subtile_idx);
+                            int thread_idx, typename StockEpilogue::TensorStorage& shared_tensors,
+                            int subtile_idx = -1) {
+    auto next = StockEpilogue::store(load_pipeline, load_pipe_consumer_state, store_pipeline,
+                                     store_pipe_producer_state, problem_shape_mnkl, tile_shape_MNK,
+                                     tile_coord_mnkl, accumulators, tiled_mma, thread_idx,
+                                     shared_tensors, subtile_idx);
 #if defined(__CUDA_ARCH__)
     if (thread_idx / cutlass::NumThreadsPerWarp == 0) {
       wait_bulk_stores_complete();  // each lane its own bulk groups
