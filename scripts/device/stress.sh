@@ -10,7 +10,7 @@ calls=${ASYNCTP_STRESS_CALLS:-1000}
 ASYNCTP_STRESS_CALLS=$calls "$bin/asynctp_gpu_tests" --gtest_filter='LoopbackStress.*' \
   >"$OUT/stress-loopback.log" 2>&1
 echo "loopback stress rc=$?"
-"$bin/asynctp_gpu_tests" --gtest_filter='LoopbackTimeout*.*:NativeGemmTimeout*.*' \
+"$bin/asynctp_gpu_tests" --gtest_filter='*LoopbackTimeout*:*NativeGemmTimeout*:*LoopbackRefusedHooks*' \
   >"$OUT/stress-timeouts.log" 2>&1
 echo "timeout tests rc=$?"
 grep -h "stress (" "$OUT/stress-loopback.log"
