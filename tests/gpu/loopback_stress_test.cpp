@@ -38,13 +38,22 @@ using namespace asynctp_test::stress;
 namespace lb = asynctp_test::loopback;
 
 // The faults the loopback hooks take: reorder on the all-gather, drop on a
-// forced-native all-gather (the only path whose wait is the kernel's own).
-Fault fit_to_loopback(Fault f, const Case& c) {
+// forced-native all-gather (the only path whose wait is the kernel's own);
+// a drop's call is moved onto the native kernel's grid (bf16, 128-row
+// chunks, n and k multiples of 64) so that its kernel runs and times out.
+Fault fit_to_loopback(Fault f, Case& c) {
+  const auto round_up = [](std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; };
   switch (f) {
     case Fault::delay: return Fault::none;
     case Fault::reorder: return c.reduce_scatter ? Fault::none : f;
     case Fault::drop:
-      return !c.reduce_scatter && c.options.algorithm == Algorithm::native ? f : Fault::none;
+      if (c.reduce_scatter) return Fault::none;
+      c.options.algorithm = Algorithm::native;
+      c.dtype = DType::bf16;
+      c.m = round_up(c.m, 128);
+      c.n = round_up(c.n, 64);
+      for (auto& k : c.k) k = round_up(k, 64);
+      return f;
     default: return f;
   }
 }

@@ -79,14 +79,15 @@ struct Case {
 
 // What a backend's runner draws: the shape grid and the faults its hooks
 // take. `fit` may turn a fault the backend cannot inject for this call into
-// another (the refusal of a hook is tested where the hook is).
+// another (the refusal of a hook is tested where the hook is), or adjust the
+// call so that the fault can be injected.
 struct CaseLimits {
   bool forced_tiles = true;        // Options::tile_m/tile_n of 8, 16, 32 (CPU native tiles)
   std::int64_t grid_m = 16;        // on-grid m and n: multiples of this (without forced tiles)
   std::int64_t grid = 8;           // on-grid k: multiples of this
   std::int64_t off_grid_max = 50;  // off-grid m and n: 1 .. this
   std::int64_t drop_timeout_ms = 200;
-  std::function<Fault(Fault, const Case&)> fit = [](Fault f, const Case&) { return f; };
+  std::function<Fault(Fault, Case&)> fit = [](Fault f, Case&) { return f; };
 };
 
 inline Case draw_case(std::mt19937_64& rng, const CaseLimits& limits) {
