@@ -15,6 +15,7 @@
 #include "core/config.hpp"
 #include "core/planner.hpp"
 #include "core/problem.hpp"
+#include "gpu/call_spec.hpp"
 #include "gpu/rank_backend.hpp"
 
 namespace asynctp::gpu {
@@ -39,6 +40,13 @@ struct CallSite {
 // cannot run.
 CheckedCall check_call(const CallSite& site, const RankBackend& backend, const call::OpCall& call,
                        const Options& options);
+
+// The device work's description of a checked call of rank checked.problem.rank:
+// its problem, plan, tensors, stream, bound, chunk order and drops (test
+// hooks), signal pieces and native kernel. The transport adds what is its
+// own: where the chunks come from (shards, link) and go (gathered), and the
+// epoch.
+CallSpec call_spec(const CheckedCall& checked, const call::OpCall& call, const Options& options);
 
 // Whether the GEMM of `algorithm` has every handle it needs: a graph capture
 // cannot make one.

@@ -57,25 +57,10 @@ CheckedCall LoopbackComm::check(const call::OpCall& call, const Options& options
 CallSpec LoopbackComm::make_spec(const CheckedCall& checked, const call::OpCall& call,
                                  const Options& options) {
   const TensorView* a_gathered_out = call.a_gathered_out;
-  CallSpec spec;
-  spec.problem = checked.problem;
-  spec.plan = checked.plan;
+  CallSpec spec = call_spec(checked, call, options);
   spec.link = group_.config.link == loopback::Link::arrival ? Link::arrival : Link::pcie;
   spec.link_gbps = group_.config.link_gbps;
   for (const core::CallRecord& record : group_.records) spec.shards.push_back(record.shard.data);
-  spec.b = call.b;
-  spec.c_out = call.out;
-  spec.stream = static_cast<rt::StreamHandle>(options.stream);
-  spec.capturing = checked.capturing;
-  spec.timeout_ms = checked.resolved.wait_timeout_ms;
-  spec.arrival_order = arrival_order(spec.problem.world_size, rank_, options.hooks);
-  spec.dropped.assign(static_cast<std::size_t>(spec.problem.world_size), false);
-  for (int c : spec.arrival_order) {
-    spec.dropped[static_cast<std::size_t>(c)] = options.hooks.drop && options.hooks.drop(rank_, c);
-  }
-
-  spec.pieces = checked.pieces;
-  if (checked.kernel) spec.native_kernel = checked.kernel->name;
   const std::size_t gathered_bytes =
       spec.chunk_bytes() * static_cast<std::size_t>(spec.problem.world_size);
   if (checked.capturing) {
