@@ -133,13 +133,13 @@ void NcclComm::check_usable() const {
   }
 }
 
-call::CheckedCall NcclComm::check(const call::OpCall& call, const Options& options) const {
+gpu::CallSite NcclComm::site() const {
   gpu::CallSite site;
   site.world_size = world_;
   site.rank = rank_;
   site.no_peer_access = no_peer_access_;
   site.native_blocked = peer_copy_blocker_;
-  return gpu::check_call(site, *backend_, call, options);
+  return site;
 }
 
 void NcclComm::probe_peer_copies(std::int64_t timeout_ms) {
