@@ -58,8 +58,8 @@ class MappedWords {
   std::size_t count_ = 0;
 };
 
-// The owner of one runtime handle (a stream, an event): not copyable, the
-// handle destroyed with it.
+// What the owners of one runtime handle share (a stream, an event): not
+// copyable, the handle readable; each owner makes it and destroys it.
 template <typename Handle>
 class RuntimeHandle {
  public:
