@@ -89,4 +89,15 @@ inline void RankBackend::launch_native_reduce_scatter(const NativeReduceScatter&
               std::string("the ") + name() + " backend has no native reduce-scatter kernel");
 }
 
+// The backend's library GEMM of `lane`; throws Error(unsupported) naming
+// `path` when the build has none (the planner never picks such a path).
+inline LibraryGemm& library_lane(RankBackend& backend, int lane, const char* path) {
+  LibraryGemm* gemm = backend.library_gemm(lane);
+  if (!gemm) {
+    throw Error(ErrorCode::unsupported,
+                std::string(path) + " on " + backend.name() + ": this build has no library GEMM");
+  }
+  return *gemm;
+}
+
 }  // namespace asynctp::gpu
