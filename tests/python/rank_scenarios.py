@@ -1,0 +1,373 @@
+"""One rank of a multi-process test (harness.py starts W of these). Usage:
+    rank_scenarios.py SCENARIO [ARGS...]
+Exits 0 when every check passed; prints what failed otherwise. Every rank
+makes every rank's inputs from the same seed, so it can compute the float64
+reference of the whole group's result by itself."""
+
+import os
+import signal
+import sys
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numerics  # noqa: E402
+
+import asynctp  # noqa: E402
+import asynctp.torch as atp  # noqa: E402
+
+RANK = int(os.environ["RANK"])
+WORLD = int(os.environ["WORLD_SIZE"])
+DEVICE = torch.device("cuda", 0) if os.environ.get("ASYNCTP_TEST_BACKEND") == "nccl" else torch.device("cpu")
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print(f"[rank {RANK}] FAILED: {what}", flush=True)
+
+
+def inputs(seed, *shapes, dtype=torch.float32):
+    """Every rank's tensors of `shapes`, the same on every rank: a list per
+    shape of W tensors, values rounded to `dtype` (the reference sees the
+    rounded values)."""
+    gen = torch.Generator().manual_seed(seed)
+    return [[torch.randn(*shape, generator=gen).to(dtype) for _ in range(WORLD)]
+            for shape in shapes]
+
+
+def fallback_layout(shards, gather_dim):
+    """torch's fallback of symm_mem.fused_all_gather_matmul: the gathered A
+    with the layout it returns."""
+    stacked = torch.stack([s.contiguous() for s in shards])
+    flat = stacked.movedim(gather_dim + 1, 1).flatten(0, 1)
+    return flat.movedim(0, gather_dim)
+
+
+# ---- scenario: both ops against float64 ---------------------------------------------
+
+NATIVE_ROWS = 256  # the CPU native tile's rows: native needs m per rank a multiple
+
+
+def all_gather_cases():
+    # (A_shard shape, gather_dim, B columns per B, dtype, algorithm, B column-major, return_A)
+    cases = [
+        ((NATIVE_ROWS, 48), 0, [40], torch.bfloat16, "native", False, True),
+        ((NATIVE_ROWS, 48), 0, [40], torch.bfloat16, "native", True, False),
+    ]
+    for algorithm in ("pipelined", "decomposed", "auto"):
+        for dtype in (torch.float32, torch.bfloat16, torch.float16):
+            cases += [
+                ((12, 24), 0, [20], dtype, algorithm, True, True),
+                ((4, 6, 16), 0, [8, 12], dtype, algorithm, False, True),
+                ((3, 4, 16), 1, [10], dtype, algorithm, True, True),
+                ((2, 3, 4, 8), -2, [6], dtype, algorithm, False, False),
+            ]
+    return cases
+
+
+def check_all_gather(seed):
+    for i, (shape, gdim, ns, dtype, algorithm, col_major, return_A) in enumerate(all_gather_cases()):
+        what = f"all_gather_matmul case {i}: A {shape} gather_dim {gdim} {dtype} {algorithm}"
+        (shards,) = inputs(seed + i, shape, dtype=dtype)
+        k = shape[-1]
+        Bs = [inputs(seed + 1000 * (j + 1) + i, (n, k) if col_major else (k, n), dtype=dtype)[0][0]
+              for j, n in enumerate(ns)]
+        Bs = [B.t() if col_major else B for B in Bs]  # the same B on every rank
+        a_shard = shards[RANK].to(DEVICE)
+        before = a_shard.clone()
+        A, outs = atp.fused_all_gather_matmul(
+            a_shard, [B.to(DEVICE) for B in Bs], gdim, dist.group.WORLD, return_A=return_A,
+            algorithm=algorithm,
+        )
+        ran, reason = atp.last_run("fused_all_gather_matmul")
+        if algorithm != "auto":
+            check(ran == algorithm, f"{what}: ran {ran} ({reason})")
+        expected_A = fallback_layout(shards, gdim % len(shape))
+        # At W = 1 torch's flatten is a view that keeps A_shard's own layout;
+        # asynctp returns the gathered-dimension-outermost layout of W > 1.
+        if return_A and WORLD > 1:
+            check(A.shape == expected_A.shape and A.stride() == expected_A.stride(),
+                  f"{what}: gathered A {tuple(A.shape)} strides {A.stride()}, torch's fallback "
+                  f"gives {tuple(expected_A.shape)} {expected_A.stride()}")
+        if return_A:
+            check(torch.equal(A.cpu(), expected_A), f"{what}: gathered A differs from the shards")
+        else:
+            check(A is None, f"{what}: return_A=False returned A")
+        check(torch.equal(a_shard, before), f"{what}: A_shard was modified")
+        for B, out in zip(Bs, outs):
+            reference = torch.matmul(expected_A.double(), B.double())
+            check(out.shape == reference.shape, f"{what}: C shape {tuple(out.shape)}")
+            err = numerics.relative_error(out.cpu(), reference)
+            bound = numerics.all_gather_matmul_bound(dtype)
+            check(err <= bound, f"{what}: relative error {err:.3g} > {bound:.3g}")
+
+
+def reduce_scatter_cases():
+    # (A shape, scatter_dim, N, dtype, algorithm, reduce_op, B column-major)
+    cases = [((WORLD * NATIVE_ROWS, 32), 0, 24, torch.bfloat16, "native", "sum", False)]
+    for algorithm in ("pipelined", "decomposed", "auto"):
+        for dtype in (torch.float32, torch.bfloat16, torch.float16):
+            cases += [
+                ((WORLD * 6, 20), 0, 12, dtype, algorithm, "sum", True),
+                ((WORLD * 2, 3, 16), 0, 10, dtype, algorithm, "avg", False),
+                ((3, WORLD * 2, 16), 1, 8, dtype, algorithm, "sum", True),
+                ((2, 3, WORLD, 8), -2, 6, dtype, algorithm, "sum", False),
+            ]
+    return cases
+
+
+def check_reduce_scatter(seed):
+    for i, (shape, sdim, n, dtype, algorithm, op, col_major) in enumerate(reduce_scatter_cases()):
+        what = f"matmul_reduce_scatter case {i}: A {shape} scatter_dim {sdim} {dtype} {algorithm} {op}"
+        k = shape[-1]
+        As, Bs = inputs(seed + 500 + i, shape, (n, k) if col_major else (k, n), dtype=dtype)
+        Bs = [B.t() if col_major else B for B in Bs]
+        a, b = As[RANK].to(DEVICE), Bs[RANK].to(DEVICE)
+        out = atp.fused_matmul_reduce_scatter(a, b, op, sdim, dist.group.WORLD, algorithm=algorithm)
+        ran, reason = atp.last_run("fused_matmul_reduce_scatter")
+        if algorithm != "auto":
+            check(ran == algorithm, f"{what}: ran {ran} ({reason})")
+        total = sum(torch.matmul(A.double(), B.double()) for A, B in zip(As, Bs))
+        if op == "avg":
+            total = total / WORLD
+        reference = total.chunk(WORLD, dim=sdim)[RANK]
+        check(out.shape == reference.shape, f"{what}: out shape {tuple(out.shape)}")
+        err = numerics.relative_error(out.cpu(), reference)
+        bound = numerics.reduce_scatter_bound(dtype, WORLD, average=op == "avg")
+        check(err <= bound, f"{what}: relative error {err:.3g} > {bound:.3g}")
+
+
+def scenario_ops(seed):
+    seed = int(seed)
+    check_all_gather(seed)
+    check_reduce_scatter(seed)
+
+
+# ---- scenario: the TP layers, forward and backward ----------------------------------
+
+
+def scenario_layers(seed):
+    """A two-layer MLP, ColumnParallelLinear -> GELU -> RowParallelLinear, with
+    sequence-parallel input and output, against the same MLP in float64 on
+    one process: values and every gradient."""
+    seed = int(seed)
+    s, b, h, f = 4 * WORLD, 2, 16, 8 * WORLD
+    gen = torch.Generator().manual_seed(seed)
+    x_full = torch.randn(s, b, h, generator=gen)
+    w1 = torch.randn(f, h, generator=gen) / h**0.5
+    b1 = torch.randn(f, generator=gen)
+    w2 = torch.randn(h, f, generator=gen) / f**0.5
+    dy_full = torch.randn(s, b, h, generator=gen)
+
+    col = atp.ColumnParallelLinear(h, f, dist.group.WORLD, device=DEVICE)
+    row = atp.RowParallelLinear(f, h, dist.group.WORLD, device=DEVICE)
+    fl, hl, sl = f // WORLD, h, s // WORLD
+    with torch.no_grad():
+        col.weight.copy_(w1[RANK * fl:(RANK + 1) * fl])
+        col.bias.copy_(b1[RANK * fl:(RANK + 1) * fl])
+        row.weight.copy_(w2[:, RANK * fl:(RANK + 1) * fl])
+    x = x_full[RANK * sl:(RANK + 1) * sl].clone().to(DEVICE).requires_grad_()
+    y = row(torch.nn.functional.gelu(col(x)))
+    y.backward(dy_full[RANK * sl:(RANK + 1) * sl].to(DEVICE))
+
+    # The float64 reference on the whole problem.
+    xr = x_full.double().requires_grad_()
+    w1r, b1r, w2r = (t.double().requires_grad_() for t in (w1, b1, w2))
+    yr = torch.nn.functional.gelu(xr @ w1r.t() + b1r) @ w2r.t()
+    yr.backward(dy_full.double())
+
+    # fp32 throughout: each output is a chain of a few fp32 GEMMs (e = 1e-5
+    # each) and reduce-scatters (the bound of numerics.reduce_scatter_bound);
+    # the gradients chain twice as many. The sum of the bounds on the path,
+    # with a factor 4 for the growth through GELU's derivative (at most ~1.13)
+    # and the reduction of fp32 gradients over the sequence.
+    e = numerics.GEMM_BOUND[torch.float32]
+    rs = numerics.reduce_scatter_bound(torch.float32, WORLD)
+    forward_bound = e + rs
+    backward_bound = 4 * (2 * e + 2 * rs)
+    sl_ = slice(RANK * sl, (RANK + 1) * sl)
+    fl_ = slice(RANK * fl, (RANK + 1) * fl)
+    for name, got, ref, bound in [
+        ("y", y.detach(), yr.detach()[sl_], forward_bound),
+        ("x.grad", x.grad, xr.grad[sl_], backward_bound),
+        ("column weight grad", col.weight.grad, w1r.grad[fl_], backward_bound),
+        ("column bias grad", col.bias.grad, b1r.grad[fl_], backward_bound),
+        ("row weight grad", row.weight.grad, w2r.grad[:, fl_], backward_bound),
+    ]:
+        err = numerics.relative_error(got.cpu(), ref)
+        check(err <= bound, f"layers: {name} relative error {err:.3g} > {bound:.3g}")
+
+
+# ---- scenario: torch.compile(fullgraph=True) ----------------------------------------
+
+
+def scenario_compile(seed):
+    """A module of both ops compiled with fullgraph=True (a graph break would
+    raise), forward and backward, against its eager run."""
+    seed = int(seed)
+    torch.manual_seed(seed)
+    s, h, f = 2 * WORLD, 16, 4 * WORLD
+    model = torch.nn.Sequential(
+        atp.ColumnParallelLinear(h, f, dist.group.WORLD, device=DEVICE),
+        torch.nn.ReLU(),
+        atp.RowParallelLinear(f, h, dist.group.WORLD, device=DEVICE),
+    )
+    name = dist.group.WORLD.group_name
+
+    def step(x):
+        y = model(x)
+        # The raw ops too, as a user would call them in a compiled function.
+        _, (z,) = atp.fused_all_gather_matmul(y, [model[0].weight.t()], 0, name)
+        return atp.fused_matmul_reduce_scatter(z, model[0].weight, "sum", 0, name)
+
+    x = torch.randn(s, 3, h, device=DEVICE, requires_grad=True)
+    eager = step(x)
+    eager.sum().backward()
+    eager_grad = x.grad.clone()
+    x.grad = None
+    compiled = torch.compile(step, fullgraph=True)
+    out = compiled(x)
+    out.sum().backward()
+    err = numerics.relative_error(out.detach().cpu(), eager.detach().double().cpu())
+    check(err <= 1e-5, f"compile: output differs from eager by {err:.3g}")
+    err = numerics.relative_error(x.grad.cpu(), eager_grad.double().cpu())
+    check(err <= 1e-5, f"compile: input gradient differs from eager by {err:.3g}")
+
+
+# ---- scenario: bad inputs, on every rank --------------------------------------------
+
+
+def expect_error(what, fn, cls, *fragments):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 (the test names what it expected)
+        ok = isinstance(e, cls) and isinstance(e, asynctp.Error)
+        text = str(e)
+        check(ok and all(f in text for f in fragments),
+              f"{what}: wanted {cls.__name__} with {fragments}, got {type(e).__name__}: {text}")
+        return
+    check(False, f"{what}: no error raised")
+
+
+def scenario_bad_inputs(bad_rank):
+    """Rank `bad_rank` breaks a rule; it raises InvalidArgumentError naming
+    the argument, every other rank MismatchError naming that rank; inputs
+    untouched; the group still works afterwards."""
+    bad_rank = int(bad_rank)
+    g = dist.group.WORLD
+    good_a = torch.randn(8, 16, device=DEVICE)
+    good_b = torch.randn(16, 4, device=DEVICE)
+    me_bad = RANK == bad_rank
+    cases = [
+        ("float64 A_shard", lambda: good_a.double(), lambda: good_b, "A_shard: dtype must be"),
+        ("non-contiguous A_shard", lambda: torch.randn(16, 8, device=DEVICE).t(), lambda: good_b,
+         "A_shard: must be contiguous"),
+        ("1-D A_shard", lambda: torch.randn(16, device=DEVICE), lambda: good_b,
+         "A_shard: must be a tensor of at least 2 dimensions"),
+        ("B with the wrong K", lambda: good_a, lambda: torch.randn(15, 4, device=DEVICE),
+         "Bs[0]: must have K = 16 rows"),
+        ("B of another dtype", lambda: good_a, lambda: good_b.half(), "Bs[0]: dtype must match"),
+    ]
+    for what, make_a, make_b, rule in cases:
+        a = make_a() if me_bad else good_a
+        b = make_b() if me_bad else good_b
+        a_before = a.clone()
+        if me_bad:
+            expect_error(what, lambda: atp.fused_all_gather_matmul(a, [b], 0, g),
+                         asynctp.InvalidArgumentError, rule)
+        else:
+            expect_error(what, lambda: atp.fused_all_gather_matmul(a, [b], 0, g),
+                         asynctp.MismatchError, f"rank {bad_rank}", rule)
+        check(torch.equal(a, a_before), f"{what}: A_shard was modified")
+    # A rule only the library sees: shards of different sizes (m disagrees).
+    a = torch.randn(8 + (RANK == bad_rank) * 8, 16, device=DEVICE)
+    expect_error("disagreeing m", lambda: atp.fused_all_gather_matmul(a, [good_b], 0, g),
+                 asynctp.Error, "m")
+    # reduce-scatter: a scatter dimension not divisible by W (on the bad rank).
+    rows = 2 * WORLD + (1 if me_bad else 0)
+    rs_a = torch.randn(rows, 16, device=DEVICE)
+    if me_bad:
+        expect_error("indivisible scatter dim",
+                     lambda: atp.fused_matmul_reduce_scatter(rs_a, good_b, "sum", 0, g),
+                     asynctp.InvalidArgumentError, "must be divisible by the group size")
+    else:
+        expect_error("indivisible scatter dim",
+                     lambda: atp.fused_matmul_reduce_scatter(rs_a, good_b, "sum", 0, g),
+                     asynctp.MismatchError, f"rank {bad_rank}")
+    if me_bad:
+        expect_error("reduce_op", lambda: atp.fused_matmul_reduce_scatter(
+            torch.randn(2 * WORLD, 16, device=DEVICE), good_b, "max", 0, g),
+            asynctp.InvalidArgumentError, "reduce_op: must be 'sum' or 'avg'")
+    else:
+        expect_error("reduce_op", lambda: atp.fused_matmul_reduce_scatter(
+            torch.randn(2 * WORLD, 16, device=DEVICE), good_b, "sum", 0, g),
+            asynctp.MismatchError, f"rank {bad_rank}")
+    # Still usable: a good call gives the right answer.
+    shards = [torch.randn(8, 16, generator=torch.Generator().manual_seed(r)) for r in range(WORLD)]
+    _, (c,) = atp.fused_all_gather_matmul(shards[RANK].to(DEVICE), [good_b], 0, g)
+    good_b_all = torch.empty_like(good_b)
+    good_b_all.copy_(good_b)
+    reference = torch.cat(shards).double() @ good_b.double().cpu()
+    err = numerics.relative_error(c.cpu(), reference)
+    check(err <= numerics.all_gather_matmul_bound(torch.float32), f"after errors: error {err:.3g}")
+
+
+# ---- scenario: a rank killed ----------------------------------------------------------
+
+
+def scenario_killed_rank(victim):
+    """One call runs; then rank `victim` dies (SIGKILL) instead of making the
+    next call. The others must raise, naming it, within the wait timeout."""
+    victim = int(victim)
+    g = dist.group.WORLD
+    a, b = torch.randn(8, 16), torch.randn(16, 8)
+    atp.fused_all_gather_matmul(a, [b], 0, g)
+    if RANK == victim:
+        os.kill(os.getpid(), signal.SIGKILL)
+    start = time.monotonic()
+    try:
+        atp.fused_all_gather_matmul(a, [b], 0, g)
+        check(False, "killed rank: the call succeeded without the victim")
+    except asynctp.Error as e:
+        elapsed = time.monotonic() - start
+        print(f"[rank {RANK}] raised after {elapsed:.1f} s: {e}", flush=True)
+        check(f"rank {victim}" in str(e), f"killed rank: the error does not name rank {victim}: {e}")
+    # Skip torch.distributed's shutdown: its gloo group has lost a member.
+    sys.stdout.flush()
+    os._exit(1 if failures else 0)
+
+
+SCENARIOS = {
+    "ops": scenario_ops,
+    "layers": scenario_layers,
+    "compile": scenario_compile,
+    "bad_inputs": scenario_bad_inputs,
+    "killed_rank": scenario_killed_rank,
+}
+
+
+def main():
+    name, args = sys.argv[1], sys.argv[2:]
+    backend = os.environ.get("ASYNCTP_TEST_BACKEND", "gloo")
+    if backend == "nccl":
+        torch.cuda.set_device(0)
+    dist.init_process_group(backend, rank=RANK, world_size=WORLD)
+    try:
+        SCENARIOS[name](*args)
+    except Exception:  # noqa: BLE001 (reported, then the rank fails)
+        traceback.print_exc()
+        failures.append("exception")
+    finally:
+        atp.destroy()
+        dist.destroy_process_group()
+    print(f"[rank {RANK}] {name}: {len(failures)} failure(s)", flush=True)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
