@@ -49,7 +49,9 @@ std::string partial_compute_timeout_message(int rank, int chunk, std::uint32_t f
 }
 
 ChunkSignals::ChunkSignals(int chunks)
-    : chunks_(chunks), flags_(std::make_unique<std::atomic<std::uint32_t>[]>(chunks)) {
+    : chunks_(chunks),
+      owned_(std::make_unique<std::atomic<std::uint32_t>[]>(static_cast<std::size_t>(chunks))),
+      flags_(owned_.get()) {
   for (int c = 0; c < chunks; ++c) flags_[c].store(0, std::memory_order_relaxed);
 }
 
