@@ -204,20 +204,20 @@ class Communicator:
 def cpu_unique_id():
     uid = UniqueId()
     check(lib().asynctpCpuGetUniqueId(ctypes.byref(uid)))
-    return bytes(uid.internal)
+    return ctypes.string_at(ctypes.addressof(uid), UNIQUE_ID_BYTES)  # NULs included
 
 
 def nccl_unique_id():
     uid = UniqueId()
     check(lib().asynctpNcclGetUniqueId(ctypes.byref(uid)))
-    return bytes(uid.internal)
+    return ctypes.string_at(ctypes.addressof(uid), UNIQUE_ID_BYTES)
 
 
 def _unique_id(raw):
     if len(raw) != UNIQUE_ID_BYTES:
         raise ValueError(f"unique id: must be {UNIQUE_ID_BYTES} bytes, got {len(raw)}")
     uid = UniqueId()
-    ctypes.memmove(uid.internal, raw, UNIQUE_ID_BYTES)
+    ctypes.memmove(ctypes.addressof(uid), raw, UNIQUE_ID_BYTES)
     return uid
 
 
