@@ -257,47 +257,27 @@ def run_info(info):
     return ALGORITHM_NAMES.get(info.algorithm, "?"), info.reason.decode("utf-8", "replace")
 
 
-def all_gather_matmul(comm, a_shard, b, c_out, a_gathered_out, opts):
+def _call(fn, comm, *args):
+    """An op or plan entry point: (algorithm, reason) of what it chose.
+    `args` are Matrix structs (None for an absent one) then the Options."""
     info = RunInfo()
-    gathered = ctypes.byref(a_gathered_out) if a_gathered_out is not None else None
-    check(
-        lib().asynctpFusedAllGatherMatmul(
-            comm.handle, ctypes.byref(a_shard), ctypes.byref(b), ctypes.byref(c_out), gathered,
-            ctypes.byref(opts), ctypes.byref(info),
-        )
-    )
+    refs = [ctypes.byref(a) if a is not None else None for a in args]
+    check(fn(comm.handle, *refs, ctypes.byref(info)))
     return run_info(info)
+
+
+def all_gather_matmul(comm, a_shard, b, c_out, a_gathered_out, opts):
+    return _call(lib().asynctpFusedAllGatherMatmul, comm, a_shard, b, c_out, a_gathered_out, opts)
 
 
 def matmul_reduce_scatter(comm, a, b, out, opts):
-    info = RunInfo()
-    check(
-        lib().asynctpFusedMatmulReduceScatter(
-            comm.handle, ctypes.byref(a), ctypes.byref(b), ctypes.byref(out), ctypes.byref(opts),
-            ctypes.byref(info),
-        )
-    )
-    return run_info(info)
+    return _call(lib().asynctpFusedMatmulReduceScatter, comm, a, b, out, opts)
 
 
 def plan_all_gather_matmul(comm, a_shard, b, c_out, a_gathered_out, opts):
-    info = RunInfo()
-    gathered = ctypes.byref(a_gathered_out) if a_gathered_out is not None else None
-    check(
-        lib().asynctpPlanFusedAllGatherMatmul(
-            comm.handle, ctypes.byref(a_shard), ctypes.byref(b), ctypes.byref(c_out), gathered,
-            ctypes.byref(opts), ctypes.byref(info),
-        )
-    )
-    return run_info(info)
+    return _call(lib().asynctpPlanFusedAllGatherMatmul, comm, a_shard, b, c_out, a_gathered_out,
+                 opts)
 
 
 def plan_matmul_reduce_scatter(comm, a, b, out, opts):
-    info = RunInfo()
-    check(
-        lib().asynctpPlanFusedMatmulReduceScatter(
-            comm.handle, ctypes.byref(a), ctypes.byref(b), ctypes.byref(out), ctypes.byref(opts),
-            ctypes.byref(info),
-        )
-    )
-    return run_info(info)
+    return _call(lib().asynctpPlanFusedMatmulReduceScatter, comm, a, b, out, opts)

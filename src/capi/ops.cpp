@@ -104,6 +104,8 @@ void write_info(const RunInfo& run, asynctpRunInfo* info) {
   std::memcpy(info->reason, run.reason.data(), n);
 }
 
+enum class Mode { run, plan };
+
 // The arguments of the all-gather op, converted and checked for NULLs.
 struct AllGatherArgs {
   TensorView a_shard, b, c_out, a_gathered;
@@ -121,7 +123,12 @@ struct AllGatherArgs {
       has_gathered = true;
     }
   }
-  const TensorView* gathered_out() const { return has_gathered ? &a_gathered : nullptr; }
+  RunInfo call(Comm& comm, Mode mode) const {
+    const TensorView* gathered = has_gathered ? &a_gathered : nullptr;
+    return mode == Mode::run
+               ? fused_all_gather_matmul(comm, a_shard, b, c_out, gathered, options)
+               : plan_fused_all_gather_matmul(comm, a_shard, b, c_out, gathered, options);
+  }
 };
 
 struct ReduceScatterArgs {
@@ -132,12 +139,16 @@ struct ReduceScatterArgs {
                     const asynctpMatrix* out_in, const asynctpOptions* o)
       : a(view_of(a_in, "a")), b(view_of(b_in, "b")), out(view_of(out_in, "out")),
         options(options_of(o)) {}
+  RunInfo call(Comm& comm, Mode mode) const {
+    return mode == Mode::run ? fused_matmul_reduce_scatter(comm, a, b, out, options)
+                             : plan_fused_matmul_reduce_scatter(comm, a, b, out, options);
+  }
 };
 
 // A collective call's arguments converted; when they cannot be, the peers
 // are told (they are making the call) before this rank throws.
 template <class Args, class... In>
-Args converted_or_rejected(Comm& comm, const In&... in) {
+Args converted_or_rejected(Comm& comm, const In*... in) {
   try {
     return Args(in...);
   } catch (const Error& e) {
@@ -146,77 +157,52 @@ Args converted_or_rejected(Comm& comm, const In&... in) {
   }
 }
 
+// An op's C entry point, or its plan query's: the arguments converted (a
+// plan is local, so arguments it cannot read just fail it), the op run or
+// planned, what it chose written to `info`.
+template <class Args, class... In>
+asynctpResult_t entry(Mode mode, asynctpComm_t comm, asynctpRunInfo* info, const In*... in) {
+  return guarded([&] {
+    Comm& c = comm_of(comm);
+    if (mode == Mode::plan) require_pointer(info, "info");
+    const Args args = mode == Mode::run ? converted_or_rejected<Args>(c, in...) : Args(in...);
+    write_info(args.call(c, mode), info);
+  });
+}
+
 }  // namespace
 }  // namespace asynctp::capi
 
+using asynctp::capi::AllGatherArgs;
+using asynctp::capi::entry;
 using asynctp::capi::guarded;
+using asynctp::capi::Mode;
+using asynctp::capi::ReduceScatterArgs;
 
-extern "C" asynctpResult_t asynctpFusedAllGatherMatmul(asynctpComm_t comm,
-                                                       const asynctpMatrix* a_shard,
-                                                       const asynctpMatrix* b,
-                                                       const asynctpMatrix* c_out,
-                                                       const asynctpMatrix* a_gathered_out,
-                                                       const asynctpOptions* options,
-                                                       asynctpRunInfo* info) {
-  return guarded([&] {
-    asynctp::Comm& c = asynctp::capi::comm_of(comm);
-    const auto args = asynctp::capi::converted_or_rejected<asynctp::capi::AllGatherArgs>(
-        c, a_shard, b, c_out, a_gathered_out, options);
-    asynctp::capi::write_info(asynctp::fused_all_gather_matmul(c, args.a_shard, args.b,
-                                                               args.c_out, args.gathered_out(),
-                                                               args.options),
-                              info);
-  });
+extern "C" asynctpResult_t asynctpFusedAllGatherMatmul(
+    asynctpComm_t comm, const asynctpMatrix* a_shard, const asynctpMatrix* b,
+    const asynctpMatrix* c_out, const asynctpMatrix* a_gathered_out,
+    const asynctpOptions* options, asynctpRunInfo* info) {
+  return entry<AllGatherArgs>(Mode::run, comm, info, a_shard, b, c_out, a_gathered_out, options);
 }
 
-extern "C" asynctpResult_t asynctpFusedMatmulReduceScatter(asynctpComm_t comm,
-                                                           const asynctpMatrix* a,
-                                                           const asynctpMatrix* b,
-                                                           const asynctpMatrix* out,
-                                                           const asynctpOptions* options,
-                                                           asynctpRunInfo* info) {
-  return guarded([&] {
-    asynctp::Comm& c = asynctp::capi::comm_of(comm);
-    const auto args = asynctp::capi::converted_or_rejected<asynctp::capi::ReduceScatterArgs>(
-        c, a, b, out, options);
-    asynctp::capi::write_info(
-        asynctp::fused_matmul_reduce_scatter(c, args.a, args.b, args.out, args.options), info);
-  });
+extern "C" asynctpResult_t asynctpPlanFusedAllGatherMatmul(
+    asynctpComm_t comm, const asynctpMatrix* a_shard, const asynctpMatrix* b,
+    const asynctpMatrix* c_out, const asynctpMatrix* a_gathered_out,
+    const asynctpOptions* options, asynctpRunInfo* info) {
+  return entry<AllGatherArgs>(Mode::plan, comm, info, a_shard, b, c_out, a_gathered_out, options);
 }
 
-extern "C" asynctpResult_t asynctpPlanFusedAllGatherMatmul(asynctpComm_t comm,
-                                                           const asynctpMatrix* a_shard,
-                                                           const asynctpMatrix* b,
-                                                           const asynctpMatrix* c_out,
-                                                           const asynctpMatrix* a_gathered_out,
-                                                           const asynctpOptions* options,
-                                                           asynctpRunInfo* info) {
-  return guarded([&] {
-    const asynctp::Comm& c = asynctp::capi::comm_of(comm);
-    asynctp::capi::require_pointer(info, "info");
-    const asynctp::capi::AllGatherArgs args(a_shard, b, c_out, a_gathered_out, options);
-    asynctp::capi::write_info(asynctp::plan_fused_all_gather_matmul(c, args.a_shard, args.b,
-                                                                    args.c_out,
-                                                                    args.gathered_out(),
-                                                                    args.options),
-                              info);
-  });
+extern "C" asynctpResult_t asynctpFusedMatmulReduceScatter(
+    asynctpComm_t comm, const asynctpMatrix* a, const asynctpMatrix* b, const asynctpMatrix* out,
+    const asynctpOptions* options, asynctpRunInfo* info) {
+  return entry<ReduceScatterArgs>(Mode::run, comm, info, a, b, out, options);
 }
 
-extern "C" asynctpResult_t asynctpPlanFusedMatmulReduceScatter(asynctpComm_t comm,
-                                                               const asynctpMatrix* a,
-                                                               const asynctpMatrix* b,
-                                                               const asynctpMatrix* out,
-                                                               const asynctpOptions* options,
-                                                               asynctpRunInfo* info) {
-  return guarded([&] {
-    const asynctp::Comm& c = asynctp::capi::comm_of(comm);
-    asynctp::capi::require_pointer(info, "info");
-    const asynctp::capi::ReduceScatterArgs args(a, b, out, options);
-    asynctp::capi::write_info(
-        asynctp::plan_fused_matmul_reduce_scatter(c, args.a, args.b, args.out, args.options),
-        info);
-  });
+extern "C" asynctpResult_t asynctpPlanFusedMatmulReduceScatter(
+    asynctpComm_t comm, const asynctpMatrix* a, const asynctpMatrix* b, const asynctpMatrix* out,
+    const asynctpOptions* options, asynctpRunInfo* info) {
+  return entry<ReduceScatterArgs>(Mode::plan, comm, info, a, b, out, options);
 }
 
 extern "C" asynctpResult_t asynctpSynchronize(asynctpComm_t comm) {

@@ -73,23 +73,32 @@ class _RowParallel(torch.autograd.Function):
 
 
 class _ParallelLinear(torch.nn.Module):
-    def __init__(self, in_features, out_features, group, *, sequence_dim, algorithm, device,
-                 dtype):
+    """The weight of a layer split over the group along `split`: "out"
+    (rows, column-parallel) or "in" (columns, row-parallel)."""
+
+    def __init__(self, in_features, out_features, group, split, *, sequence_dim, algorithm,
+                 device, dtype):
         super().__init__()
         pg = _group_comm.resolve_group(group)
         self.group_name = pg.group_name
         self.world_size = pg.size()
-        self.rank = pg.rank()
         self.sequence_dim = sequence_dim
         self.algorithm = algorithm
         self.in_features, self.out_features = in_features, out_features
-
-    def _init(self, weight, fan_in):
+        features = out_features if split == "out" else in_features
+        if features % self.world_size:
+            raise ValueError(
+                f"{split}_features: {features} must be divisible by the group size "
+                f"{self.world_size}"
+            )
+        local = features // self.world_size
+        shape = (local, in_features) if split == "out" else (out_features, local)
+        self.weight = torch.nn.Parameter(torch.empty(shape, device=device, dtype=dtype))
         # nn.Linear's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) over the
         # whole matrix; each rank's slice drawn independently.
-        bound = 1 / math.sqrt(fan_in)
+        bound = 1 / math.sqrt(in_features)
         with torch.no_grad():
-            weight.uniform_(-bound, bound)
+            self.weight.uniform_(-bound, bound)
 
 
 class ColumnParallelLinear(_ParallelLinear):
@@ -99,19 +108,12 @@ class ColumnParallelLinear(_ParallelLinear):
 
     def __init__(self, in_features, out_features, group=None, *, bias=True, sequence_dim=0,
                  algorithm="", device=None, dtype=None):
-        super().__init__(in_features, out_features, group, sequence_dim=sequence_dim,
+        super().__init__(in_features, out_features, group, "out", sequence_dim=sequence_dim,
                          algorithm=algorithm, device=device, dtype=dtype)
-        if out_features % self.world_size:
-            raise ValueError(
-                f"out_features: {out_features} must be divisible by the group size "
-                f"{self.world_size}"
-            )
-        local = out_features // self.world_size
-        self.weight = torch.nn.Parameter(torch.empty(local, in_features, device=device, dtype=dtype))
+        local = self.weight.shape[0]
         self.bias = (
             torch.nn.Parameter(torch.zeros(local, device=device, dtype=dtype)) if bias else None
         )
-        self._init(self.weight, in_features)
 
     def forward(self, x):
         return _ColumnParallel.apply(x, self.weight, self.bias, self.sequence_dim,
@@ -128,16 +130,8 @@ class RowParallelLinear(_ParallelLinear):
 
     def __init__(self, in_features, out_features, group=None, *, sequence_dim=0, algorithm="",
                  device=None, dtype=None):
-        super().__init__(in_features, out_features, group, sequence_dim=sequence_dim,
+        super().__init__(in_features, out_features, group, "in", sequence_dim=sequence_dim,
                          algorithm=algorithm, device=device, dtype=dtype)
-        if in_features % self.world_size:
-            raise ValueError(
-                f"in_features: {in_features} must be divisible by the group size "
-                f"{self.world_size}"
-            )
-        local = in_features // self.world_size
-        self.weight = torch.nn.Parameter(torch.empty(out_features, local, device=device, dtype=dtype))
-        self._init(self.weight, in_features)
 
     def forward(self, x):
         return _RowParallel.apply(x, self.weight, self.sequence_dim, self.group_name,

@@ -44,59 +44,52 @@ def _moved_first_shape(shape, dim, factor_num, factor_den):
 # ---- rules (local; a broken one is rejected collectively) -------------------------
 
 
+def _a_rules(name, A, dim_name, dim, last_dim_is):
+    """The rules both ops set for their A and its gather/scatter dimension:
+    (the dimension in [0, ndim - 1), None) or (None, the broken rule)."""
+    if not isinstance(A, torch.Tensor) or A.dim() < 2:
+        return None, f"{name}: must be a tensor of at least 2 dimensions"
+    dim, rule = normalize_dim(dim_name, dim, A.dim())
+    if rule:
+        return None, rule
+    if dim == A.dim() - 1:
+        return None, (
+            f"{dim_name}: must not be the last dimension ({last_dim_is}); asynctp "
+            "gathers and scatters rows"
+        )
+    rule = dtype_rule(name, A)
+    if rule:
+        return None, rule
+    if A.device.type not in ("cpu", "cuda"):
+        return None, f"{name}: must be on the CPU or a CUDA device, got {A.device}"
+    if not A.is_contiguous():
+        return None, (
+            f"{name}: must be contiguous, got strides {A.stride()} for shape "
+            f"{tuple(A.shape)}; call .contiguous()"
+        )
+    return dim, None
+
+
 def _all_gather_rules(A_shard, Bs, gather_dim):
-    if not isinstance(A_shard, torch.Tensor) or A_shard.dim() < 2:
-        return None, "A_shard: must be a tensor of at least 2 dimensions"
-    dim, rule = normalize_dim("gather_dim", gather_dim, A_shard.dim())
+    dim, rule = _a_rules("A_shard", A_shard, "gather_dim", gather_dim,
+                         "K, the one contracted with B")
     if rule:
         return None, rule
-    if dim == A_shard.dim() - 1:
-        return None, (
-            "gather_dim: must not be A_shard's last dimension (K, the one contracted with B); "
-            "asynctp gathers rows"
-        )
-    rule = dtype_rule("A_shard", A_shard)
-    if rule:
-        return None, rule
-    if A_shard.device.type not in ("cpu", "cuda"):
-        return None, f"A_shard: must be on the CPU or a CUDA device, got {A_shard.device}"
-    if not A_shard.is_contiguous():
-        return None, (
-            f"A_shard: must be contiguous, got strides {A_shard.stride()} for shape "
-            f"{tuple(A_shard.shape)}; call .contiguous()"
-        )
     if len(Bs) == 0:
         return None, "Bs: must hold at least one B"
-    k = A_shard.shape[-1]
     for i, B in enumerate(Bs):
-        rule = b_rule(f"Bs[{i}]", B, k, A_shard.dtype, A_shard.device)
+        rule = b_rule(f"Bs[{i}]", B, A_shard.shape[-1], A_shard.dtype, A_shard.device)
         if rule:
             return None, rule
     return dim, None
 
 
 def _reduce_scatter_rules(A, B, reduce_op, scatter_dim, world_size):
-    if not isinstance(A, torch.Tensor) or A.dim() < 2:
-        return None, "A: must be a tensor of at least 2 dimensions"
-    dim, rule = normalize_dim("scatter_dim", scatter_dim, A.dim())
+    dim, rule = _a_rules("A", A, "scatter_dim", scatter_dim, "N of A @ B")
     if rule:
         return None, rule
-    if dim == A.dim() - 1:
-        return None, (
-            "scatter_dim: must not be the last dimension (N of A @ B); asynctp scatters rows"
-        )
     if reduce_op not in ("sum", "avg"):
         return None, f"reduce_op: must be 'sum' or 'avg', got {reduce_op!r}"
-    rule = dtype_rule("A", A)
-    if rule:
-        return None, rule
-    if A.device.type not in ("cpu", "cuda"):
-        return None, f"A: must be on the CPU or a CUDA device, got {A.device}"
-    if not A.is_contiguous():
-        return None, (
-            f"A: must be contiguous, got strides {A.stride()} for shape {tuple(A.shape)}; "
-            "call .contiguous()"
-        )
     if A.shape[dim] % world_size:
         return None, (
             f"A: dimension scatter_dim = {dim} (size {A.shape[dim]}) must be divisible by the "
