@@ -152,8 +152,8 @@ def _fused_all_gather_matmul(
     Bs: List[torch.Tensor],
     gather_dim: int,
     group_name: str,
-    return_A: bool = True,
-    algorithm: str = "",
+    return_A: bool,
+    algorithm: str,  # no default: PyTorch 2.4's schemas take none for str
 ) -> Tuple[torch.Tensor, List[torch.Tensor]]:
     comm = _group_comm.comm_for(group_name, A_shard.device)
     W = comm.world_size
@@ -182,7 +182,7 @@ def _fused_all_gather_matmul(
 
 
 @_fused_all_gather_matmul.register_fake
-def _(A_shard, Bs, gather_dim, group_name, return_A=True, algorithm=""):
+def _(A_shard, Bs, gather_dim, group_name, return_A, algorithm):
     W = _group_comm.group_size(group_name)
     dim, rule = _all_gather_rules(A_shard, Bs, gather_dim)
     if rule:
@@ -203,7 +203,7 @@ def _fused_matmul_reduce_scatter(
     reduce_op: str,
     scatter_dim: int,
     group_name: str,
-    algorithm: str = "",
+    algorithm: str,
 ) -> torch.Tensor:
     comm = _group_comm.comm_for(group_name, A.device)
     W = comm.world_size
@@ -227,7 +227,7 @@ def _fused_matmul_reduce_scatter(
 
 
 @_fused_matmul_reduce_scatter.register_fake
-def _(A, B, reduce_op, scatter_dim, group_name, algorithm=""):
+def _(A, B, reduce_op, scatter_dim, group_name, algorithm):
     W = _group_comm.group_size(group_name)
     dim, rule = _reduce_scatter_rules(A, B, reduce_op, scatter_dim, W)
     if rule:
