@@ -173,6 +173,42 @@ INSTANTIATE_TEST_SUITE_P(
                            Algorithm::decomposed, 4, 3, true}),
     [](const ::testing::TestParamInfo<Kill>& info) { return std::string(info.param.name); });
 
+// A rank whose process ends between calls (here it just exits, as a crash
+// outside asynctp would end it): the others' next call fails at the
+// agreement, naming it, instead of waiting out the timeout; later calls fail
+// at once with the same reason.
+TEST(ProcessFailures, ARankGoneBetweenCallsFailsTheNextCallNamingIt) {
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  const std::mt19937_64 first_rng = seed.rng();
+  constexpr std::int64_t kTimeoutMs = 20'000;
+  const cpu::UniqueId id = cpu::make_unique_id();
+  const auto reports = asynctp_test::run_process_ranks(3, id, [&](Comm& comm) {
+    std::mt19937_64 rng = first_rng;
+    Options options;
+    options.wait_timeout_ms = kTimeoutMs;
+    FusedProblem problem(asynctp_test::make_shape(3, 16, 24, 32, DType::fp32), rng);
+    const Outcome first = outcome_of([&] { return problem.call(comm, options); });
+    EXPECT_TRUE(first.ok) << first.message;
+    if (comm.rank() == 1) ::_exit(0);
+    const Outcome second = outcome_of([&] { return problem.call(comm, options); });
+    EXPECT_FALSE(second.ok);
+    EXPECT_TRUE(contains(second.message, "rank 1 (pid")) << second.message;
+    EXPECT_TRUE(contains(second.message, "is gone")) << second.message;
+    const Outcome third = outcome_of([&] { return problem.call(comm, options); });
+    EXPECT_FALSE(third.ok);
+    EXPECT_TRUE(contains(third.message, "group is broken")) << third.message;
+    EXPECT_TRUE(contains(third.message, "rank 1 (pid")) << third.message;
+    return second;
+  });
+  for (const auto& report : reports) {
+    SCOPED_TRACE("rank " + std::to_string(report.rank));
+    EXPECT_TRUE(report.exited && report.exit_code == 0) << report.exit_code;
+    EXPECT_LT(report.seconds * 1000, kTimeoutMs / 2);
+  }
+  EXPECT_EQ(asynctp_test::leftover_segments(id), std::vector<std::string>{});
+}
+
 TEST(ProcessSetup, RanksThatNeverComeAreATimeoutNamingThemAndLeaveNothing) {
   cpu::ProcessOptions options;
   options.setup_timeout_ms = 300;
@@ -234,7 +270,7 @@ TEST(ProcessSetup, AWorldSizeOtherThanRankZerosIsNamed) {
   const pid_t child = ::fork();
   if (child == 0) {
     try {
-      (void)cpu::make_process_comm(id, 2, 0, {0, 2'000});
+      (void)cpu::make_process_comm(id, 2, 0, {0, 500});
     } catch (const Error&) {
       ::_exit(0);
     }
