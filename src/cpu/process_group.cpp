@@ -73,7 +73,11 @@ class RecordReadingBarrier final : public core::Barrier {
 
 ProcessGroup::ProcessGroup(const SegmentNames& names, int world, int rank, int workers,
                            std::int64_t setup_timeout_ms)
-    : names_(names), world_(world), rank_(rank), workers_(workers), capacity_(kInitialCapacity) {
+    : GroupLink(world, workers),
+      names_(names),
+      world_(world),
+      rank_(rank),
+      capacity_(kInitialCapacity) {
   try {
     join(setup_timeout_ms);
   } catch (...) {

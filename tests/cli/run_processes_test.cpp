@@ -19,17 +19,21 @@ std::string test_port(int offset) {
   return std::to_string(31000 + (::getpid() % 1000) * 4 + offset);
 }
 
+// What torchrun sets for rank `rank` of `world` on this host.
+std::vector<std::pair<std::string, std::string>> launcher_env(int rank, int world,
+                                                              const std::string& port) {
+  return {{"RANK", std::to_string(rank)},
+          {"WORLD_SIZE", std::to_string(world)},
+          {"LOCAL_RANK", std::to_string(rank)},
+          {"MASTER_ADDR", "127.0.0.1"},
+          {"MASTER_PORT", port},
+          {"ASYNCTP_WAIT_TIMEOUT_MS", "20000"}};
+}
+
 std::vector<ToolResult> run_ranks(int world, const std::vector<std::string>& args,
                                   const std::string& port) {
   std::vector<StartedTool> started;
-  for (int r = 0; r < world; ++r) {
-    started.push_back(start_tool(args, {{"RANK", std::to_string(r)},
-                                        {"WORLD_SIZE", std::to_string(world)},
-                                        {"LOCAL_RANK", std::to_string(r)},
-                                        {"MASTER_ADDR", "127.0.0.1"},
-                                        {"MASTER_PORT", port},
-                                        {"ASYNCTP_WAIT_TIMEOUT_MS", "20000"}}));
-  }
+  for (int r = 0; r < world; ++r) started.push_back(start_tool(args, launcher_env(r, world, port)));
   std::vector<ToolResult> results;
   for (StartedTool& tool : started) results.push_back(finish_tool(std::move(tool)));
   return results;
@@ -69,11 +73,7 @@ TEST(CliCpuProcesses, EachProcessIsOneRankAndEveryAlgorithmChecks) {
 TEST(CliCpuProcesses, WorldSizeThatContradictsTheLauncherIsRefused) {
   const ToolResult r =
       run_tool({"run", "--backend", "cpu", "--world-size", "4", "-m", "64", "-n", "8", "-k", "8"},
-               {{"RANK", "1"},
-                {"WORLD_SIZE", "2"},
-                {"LOCAL_RANK", "1"},
-                {"MASTER_ADDR", "127.0.0.1"},
-                {"MASTER_PORT", test_port(0)}});
+               launcher_env(1, 2, test_port(0)));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(contains(r.err, "--world-size: this process is rank 1 of 2")) << r.err;
 }
