@@ -107,7 +107,7 @@ void ShmBarrier::arrive_and_wait(int rank, const char* what, std::int64_t timeou
     throw_if_broken();
     if (backoff.spinning()) continue;
     const auto now = Clock::now();
-    if (now >= next_look) {
+    if (watch_peers_ && now >= next_look) {
       next_look = now + kLivenessPeriod;
       if (const int dead = dead_missing(target); dead >= 0) {
         const std::string why =
