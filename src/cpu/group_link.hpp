@@ -20,10 +20,14 @@ namespace asynctp::cpu {
 
 class GroupLink {
  public:
+  GroupLink(int world_size, int workers_per_rank) noexcept
+      : world_size_(world_size), workers_per_rank_(workers_per_rank) {}
   virtual ~GroupLink() = default;
+  GroupLink(const GroupLink&) = delete;
+  GroupLink& operator=(const GroupLink&) = delete;
 
-  virtual int world_size() const noexcept = 0;
-  virtual int workers_per_rank() const noexcept = 0;
+  int world_size() const noexcept { return world_size_; }
+  int workers_per_rank() const noexcept { return workers_per_rank_; }
 
   // The agreement step (call::Transport::agree) for `rank`: makes what the
   // peers will read or write ready (its A shard readable, its receive slots
@@ -47,6 +51,10 @@ class GroupLink {
   // True once a barrier found a peer gone (its process died): nothing it
   // would have sent will come, so this rank's waits may stop at once.
   virtual bool peer_lost() const noexcept { return false; }
+
+ private:
+  const int world_size_;
+  const int workers_per_rank_;
 };
 
 }  // namespace asynctp::cpu

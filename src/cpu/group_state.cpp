@@ -5,10 +5,7 @@
 namespace asynctp::cpu {
 
 GroupState::GroupState(int world, int workers)
-    : world_size_(world),
-      workers_per_rank_(workers),
-      barrier_(world),
-      records_(static_cast<std::size_t>(world)) {
+    : GroupLink(world, workers), barrier_(world), records_(static_cast<std::size_t>(world)) {
   for (int r = 0; r < world; ++r) inboxes_.push_back(std::make_unique<Inbox>(world));
 }
 

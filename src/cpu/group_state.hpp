@@ -19,8 +19,6 @@ class GroupState final : public GroupLink {
  public:
   GroupState(int world, int workers);
 
-  int world_size() const noexcept override { return world_size_; }
-  int workers_per_rank() const noexcept override { return workers_per_rank_; }
   void agree(int rank, core::CallRecord& mine, std::exception_ptr& local_error,
              const call::OpCall& call, std::int64_t timeout_ms) override;
   std::vector<TensorView> shards(const core::ProblemDesc& problem) override;
@@ -28,8 +26,6 @@ class GroupState final : public GroupLink {
   void barrier(int rank, const char* what, std::int64_t timeout_ms) override;
 
  private:
-  const int world_size_;
-  const int workers_per_rank_;
   core::BoundedBarrier barrier_;
   std::vector<core::CallRecord> records_;
   std::vector<std::unique_ptr<Inbox>> inboxes_;

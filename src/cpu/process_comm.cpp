@@ -1,15 +1,12 @@
 // The public doorways to the CPU process transport (asynctp/cpu.hpp):
 // make_unique_id, make_process_comm and, under a launcher,
 // comm_from_environment.
-#include <unistd.h>
-
-#include <map>
-#include <sstream>
 #include <string>
 
 #include "asynctp/cpu.hpp"
 #include "asynctp/error.hpp"
 #include "bootstrap/launch_env.hpp"
+#include "bootstrap/record_fields.hpp"
 #include "bootstrap/tcp_rendezvous.hpp"
 #include "cpu/block_gemm.hpp"
 #include "cpu/comm.hpp"
@@ -23,24 +20,6 @@ constexpr int kMaxWorldSize = 1024;
 
 [[noreturn]] void fail(const std::string& argument, const std::string& rule) {
   throw Error(ErrorCode::invalid_argument, argument + ": " + rule);
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "unknown-host";
-  return name;
-}
-
-// "key=value" lines.
-std::map<std::string, std::string> parse_record(const std::string& record) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(record);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto eq = line.find('=');
-    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return out;
 }
 
 }  // namespace
@@ -71,27 +50,22 @@ std::unique_ptr<Comm> make_process_comm(const UniqueId& id, int world_size, int 
 }
 
 std::unique_ptr<Comm> comm_from_environment(const ProcessOptions& options) {
-  const auto info = bootstrap::launch_info_from_env();
-  if (!info) {
-    fail("environment",
-         "no launcher variables found (RANK and WORLD_SIZE as torchrun sets them, or Open MPI's "
-         "OMPI_COMM_WORLD_*, MPICH's PMI_*, Slurm's SLURM_PROCID/SLURM_NTASKS)");
-  }
+  const bootstrap::LaunchInfo info = bootstrap::launched_process_info();
   if (options.setup_timeout_ms <= 0) {
     fail("options.setup_timeout_ms",
          "must be positive, got " + std::to_string(options.setup_timeout_ms));
   }
-  std::string record = "host=" + host_name() + "\n";
+  std::string record = "host=" + bootstrap::host_name() + "\n";
   UniqueId id{};
-  if (info->rank == 0) {
+  if (info.rank == 0) {
     id = make_unique_id();
     record += "cpu-shm-id=" + segment_names(id).token + "\n";
   }
   const std::vector<std::string> all =
-      bootstrap::all_gather_records(*info, record, options.setup_timeout_ms);
-  const auto first = parse_record(all.front());
+      bootstrap::all_gather_records(info, record, options.setup_timeout_ms);
+  const auto first = bootstrap::parse_record(all.front());
   for (std::size_t r = 1; r < all.size(); ++r) {
-    const auto fields = parse_record(all[r]);
+    const auto fields = bootstrap::parse_record(all[r]);
     if (fields.count("host") == 0 || first.count("host") == 0 ||
         fields.at("host") != first.at("host")) {
       throw Error(ErrorCode::unsupported,
@@ -102,13 +76,13 @@ std::unique_ptr<Comm> comm_from_environment(const ProcessOptions& options) {
                       (fields.count("host") ? fields.at("host") : "?"));
     }
   }
-  if (info->rank != 0) {
+  if (info.rank != 0) {
     if (first.count("cpu-shm-id") == 0) {
       throw Error(ErrorCode::backend, "rendezvous: rank 0's record has no CPU group id");
     }
     id = unique_id_from_token(first.at("cpu-shm-id"));
   }
-  return make_process_comm(id, info->world_size, info->rank, options);
+  return make_process_comm(id, info.world_size, info.rank, options);
 }
 
 }  // namespace asynctp::cpu

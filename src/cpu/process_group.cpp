@@ -73,7 +73,11 @@ class RecordReadingBarrier final : public core::Barrier {
 
 ProcessGroup::ProcessGroup(const SegmentNames& names, int world, int rank, int workers,
                            std::int64_t setup_timeout_ms)
-    : names_(names), world_(world), rank_(rank), workers_(workers), capacity_(kInitialCapacity) {
+    : GroupLink(world, workers),
+      names_(names),
+      world_(world),
+      rank_(rank),
+      capacity_(kInitialCapacity) {
   try {
     join(setup_timeout_ms);
   } catch (...) {
@@ -158,7 +162,24 @@ void ProcessGroup::wait_for_every_rank(std::int64_t setup_timeout_ms) {
         missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       }
     }
-    if (missing.empty()) return;
+    if (missing.empty()) {
+      // Every rank wrote its pid; if this process cannot see one of them
+      // (another pid namespace sharing /dev/shm), a pid says nothing here.
+      std::string unseen;
+      for (int r = 0; r < world_; ++r) {
+        if (!process_alive(control_.ranks[r].pid.load(std::memory_order_relaxed))) {
+          unseen += (unseen.empty() ? "" : ", ") + std::to_string(r);
+        }
+      }
+      if (!unseen.empty()) {
+        barrier_->watch_peers(false);
+        core::log(core::LogLevel::warn, rank_,
+                  "cannot see the process of rank(s) " + unseen +
+                      " (another pid namespace?): a peer that dies is noticed only when a wait "
+                      "times out (ASYNCTP_WAIT_TIMEOUT_MS)");
+      }
+      return;
+    }
     if (Clock::now() >= deadline) {
       throw Error(ErrorCode::timeout,
                   setup_timeout(rank_, setup_timeout_ms,

@@ -40,8 +40,6 @@ class ProcessGroup final : public GroupLink {
   ProcessGroup(const SegmentNames& names, int world, int rank, int workers,
                std::int64_t setup_timeout_ms);
 
-  int world_size() const noexcept override { return world_; }
-  int workers_per_rank() const noexcept override { return workers_; }
   void agree(int rank, core::CallRecord& mine, std::exception_ptr& local_error,
              const call::OpCall& call, std::int64_t timeout_ms) override;
   std::vector<TensorView> shards(const core::ProblemDesc& problem) override;
@@ -64,7 +62,6 @@ class ProcessGroup final : public GroupLink {
   const SegmentNames names_;
   const int world_;
   const int rank_;
-  const int workers_;
   ShmSegment control_segment_;
   ShmSegment data_segment_;
   shm::Control control_;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "asynctp/error.hpp"
+#include "core/backoff.hpp"
 #include "core/deadline.hpp"
 
 namespace asynctp::cpu {
@@ -101,13 +102,12 @@ void ShmBarrier::arrive_and_wait(int rank, const char* what, std::int64_t timeou
 
   const auto deadline = core::deadline_after(timeout_ms);
   auto next_look = Clock::now() + kLivenessPeriod;
-  std::chrono::microseconds sleep{1};
-  for (int polls = 0;; ++polls) {
+  for (core::Backoff backoff;; backoff.pause()) {
     if (first_missing(target) < 0) return;
     throw_if_broken();
-    if (polls < 64) continue;
+    if (backoff.spinning()) continue;
     const auto now = Clock::now();
-    if (now >= next_look) {
+    if (watch_peers_ && now >= next_look) {
       next_look = now + kLivenessPeriod;
       if (const int dead = dead_missing(target); dead >= 0) {
         const std::string why =
@@ -131,12 +131,6 @@ void ShmBarrier::arrive_and_wait(int rank, const char* what, std::int64_t timeou
                               ", which never arrived";
       const std::string stands = break_group(shm::Broken::timeout, why);
       throw Error(ErrorCode::timeout, stands == why ? why : "group is broken: " + stands);
-    }
-    if (polls < 128) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(sleep);
-      if (sleep < std::chrono::microseconds(200)) sleep *= 2;
     }
   }
 }

@@ -23,6 +23,11 @@ class ShmBarrier final : public core::Barrier {
  public:
   ShmBarrier(shm::Control control, int world) noexcept : control_(control), world_(world) {}
 
+  // Whether the peers' pids mean something here: false where this process
+  // cannot see them (another pid namespace sharing /dev/shm), and waits
+  // then end by their timeout only.
+  void watch_peers(bool watch) noexcept { watch_peers_ = watch; }
+
   void arrive_and_wait(int rank, const char* what, std::int64_t timeout_ms) override;
 
   // Breaks the group for every rank with `reason` (the first reason wins)
@@ -41,6 +46,7 @@ class ShmBarrier final : public core::Barrier {
 
   shm::Control control_;
   const int world_;
+  bool watch_peers_ = true;
   std::uint64_t entered_ = 0;  // this process's rank's count
 };
 

@@ -56,7 +56,8 @@ TEST_P(ProcessCorrectness, BothOpsEveryAlgorithmMatchFloat64Reference) {
   SCOPED_TRACE(seed.note());
   const std::mt19937_64 first_rng = seed.rng();
 
-  const auto reports = asynctp_test::run_process_ranks(world, [&](Comm& comm) {
+  const cpu::UniqueId id = cpu::make_unique_id();
+  const auto reports = asynctp_test::run_process_ranks(world, id, [&](Comm& comm) {
     std::mt19937_64 rng = first_rng;  // every rank draws the same problems
     Outcome out;
     for (Algorithm algorithm : {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed}) {
@@ -81,6 +82,7 @@ TEST_P(ProcessCorrectness, BothOpsEveryAlgorithmMatchFloat64Reference) {
     return out;
   });
   asynctp_test::expect_all_ranks_ok(reports);
+  EXPECT_EQ(asynctp_test::leftover_segments(id), std::vector<std::string>{});
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, ProcessCorrectness, ::testing::Values(1, 2, 3, 4),

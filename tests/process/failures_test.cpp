@@ -17,18 +17,15 @@
 #include "core/problem.hpp"
 #include "core/reference.hpp"
 #include "process/process_ranks.hpp"
+#include "support/expect_error.hpp"
 #include "support/fused_problem.hpp"
 #include "support/reduce_scatter_problem.hpp"
 #include "support/seed.hpp"
 
-namespace asynctp {
+namespace asynctp_test {
 namespace {
 
-using asynctp_test::FusedProblem;
-using asynctp_test::Outcome;
-using asynctp_test::outcome_of;
-using asynctp_test::ReduceScatterProblem;
-using asynctp_test::Seed;
+using namespace asynctp;
 
 bool untouched(const TensorView& view) {
   return core::compare_to_reference(
@@ -44,11 +41,11 @@ TEST(ProcessFailures, BadArgumentOnOneRankFailsEveryRankWithNothingWritten) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   const std::mt19937_64 first_rng = seed.rng();
-  const auto reports = asynctp_test::run_process_ranks(3, [&](Comm& comm) {
+  const auto reports = run_process_ranks(3, [&](Comm& comm) {
     std::mt19937_64 rng = first_rng;
     const int r = comm.rank();
-    FusedProblem problem(asynctp_test::make_shape(3, 16, 24, 32, DType::fp32), rng);
-    asynctp_test::HostTensor wrong_b(DType::fp32, 33, 24);  // k + 1 rows
+    FusedProblem problem(make_shape(3, 16, 24, 32, DType::fp32), rng);
+    HostTensor wrong_b(DType::fp32, 33, 24);  // k + 1 rows
     wrong_b.fill_normal(rng);
     problem.poison_outputs();
     const TensorView g = problem.g(r);
@@ -73,21 +70,20 @@ TEST(ProcessFailures, BadArgumentOnOneRankFailsEveryRankWithNothingWritten) {
     if (good.ok) problem.expect_correct(r);
     return good;
   });
-  asynctp_test::expect_all_ranks_ok(reports);
+  expect_all_ranks_ok(reports);
 }
 
 TEST(ProcessFailures, RanksThatDisagreeAllFailNamingTheDisagreement) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   const std::mt19937_64 first_rng = seed.rng();
-  const auto reports = asynctp_test::run_process_ranks(2, [&](Comm& comm) {
+  const auto reports = run_process_ranks(2, [&](Comm& comm) {
     std::mt19937_64 rng = first_rng;  // the same on every rank
     const int r = comm.rank();
-    ReduceScatterProblem agreed(asynctp_test::rs_shape(2, 16, 24, 32, DType::fp32), rng);
+    ReduceScatterProblem agreed(rs_shape(2, 16, 24, 32, DType::fp32), rng);
     // Rank 1 gives a different M: the chunks the ranks ship would not match.
     std::mt19937_64 own_rng = first_rng;
-    ReduceScatterProblem mine(asynctp_test::rs_shape(2, r == 0 ? 16 : 8, 24, 32, DType::fp32),
-                              own_rng);
+    ReduceScatterProblem mine(rs_shape(2, r == 0 ? 16 : 8, 24, 32, DType::fp32), own_rng);
     mine.poison_outputs();
     const Outcome bad = outcome_of([&] { return mine.call(comm, {}); });
     EXPECT_FALSE(bad.ok);
@@ -101,7 +97,7 @@ TEST(ProcessFailures, RanksThatDisagreeAllFailNamingTheDisagreement) {
     if (good.ok) agreed.expect_correct(r);
     return good;
   });
-  asynctp_test::expect_all_ranks_ok(reports);
+  expect_all_ranks_ok(reports);
 }
 
 // The victim kills itself at a known point of the call (a hook) where the
@@ -123,12 +119,12 @@ class ProcessKilledRank : public ::testing::TestWithParam<Kill> {};
 
 TEST_P(ProcessKilledRank, PeersFailNamingItWithinTheTimeoutAndNothingStays) {
   const Kill kill = GetParam();
+  constexpr std::int64_t kTimeoutMs = 20'000;
+  const cpu::UniqueId id = cpu::make_unique_id();
   const Seed seed;
   SCOPED_TRACE(seed.note());
   const std::mt19937_64 first_rng = seed.rng();
-  constexpr std::int64_t kTimeoutMs = 20'000;
-  const cpu::UniqueId id = cpu::make_unique_id();
-  const auto reports = asynctp_test::run_process_ranks(kill.world, id, [&](Comm& comm) {
+  const auto reports = run_process_ranks(kill.world, id, [&](Comm& comm) {
     std::mt19937_64 rng = first_rng;
     Options options;
     options.algorithm = kill.algorithm;
@@ -138,10 +134,10 @@ TEST_P(ProcessKilledRank, PeersFailNamingItWithinTheTimeoutAndNothingStays) {
     };
     (kill.in_compute ? options.hooks.before_compute : options.hooks.before_copy) = die;
     if (kill.op == core::OpKind::all_gather_matmul) {
-      FusedProblem problem(asynctp_test::make_shape(kill.world, 32, 32, 32, DType::fp32), rng);
+      FusedProblem problem(make_shape(kill.world, 32, 32, 32, DType::fp32), rng);
       return outcome_of([&] { return problem.call(comm, options); });
     }
-    ReduceScatterProblem problem(asynctp_test::rs_shape(kill.world, 32, 32, 32, DType::fp32), rng);
+    ReduceScatterProblem problem(rs_shape(kill.world, 32, 32, 32, DType::fp32), rng);
     return outcome_of([&] { return problem.call(comm, options); });
   });
   const std::string victim = "rank " + std::to_string(kill.victim);
@@ -158,7 +154,7 @@ TEST_P(ProcessKilledRank, PeersFailNamingItWithinTheTimeoutAndNothingStays) {
     EXPECT_TRUE(contains(report.outcome.message, "is gone")) << report.outcome.message;
     EXPECT_LT(report.seconds * 1000, kTimeoutMs / 2) << report.outcome.message;
   }
-  EXPECT_EQ(asynctp_test::leftover_segments(id), std::vector<std::string>{});
+  EXPECT_EQ(leftover_segments(id), std::vector<std::string>{});
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -173,58 +169,85 @@ INSTANTIATE_TEST_SUITE_P(
                            Algorithm::decomposed, 4, 3, true}),
     [](const ::testing::TestParamInfo<Kill>& info) { return std::string(info.param.name); });
 
+// A rank whose process ends between calls (here it just exits, as a crash
+// outside asynctp would end it): the others' next call fails at the
+// agreement, naming it, instead of waiting out the timeout; later calls fail
+// at once with the same reason.
+TEST(ProcessFailures, ARankGoneBetweenCallsFailsTheNextCallNamingIt) {
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  const std::mt19937_64 first_rng = seed.rng();
+  constexpr std::int64_t kTimeoutMs = 20'000;
+  const cpu::UniqueId id = cpu::make_unique_id();
+  const auto reports = run_process_ranks(3, id, [&](Comm& comm) {
+    std::mt19937_64 rng = first_rng;
+    Options options;
+    options.wait_timeout_ms = kTimeoutMs;
+    FusedProblem problem(make_shape(3, 16, 24, 32, DType::fp32), rng);
+    const Outcome first = outcome_of([&] { return problem.call(comm, options); });
+    EXPECT_TRUE(first.ok) << first.message;
+    if (comm.rank() == 1) ::_exit(0);
+    const Outcome second = outcome_of([&] { return problem.call(comm, options); });
+    EXPECT_FALSE(second.ok);
+    EXPECT_TRUE(contains(second.message, "rank 1 (pid")) << second.message;
+    EXPECT_TRUE(contains(second.message, "is gone")) << second.message;
+    const Outcome third = outcome_of([&] { return problem.call(comm, options); });
+    EXPECT_FALSE(third.ok);
+    EXPECT_TRUE(contains(third.message, "group is broken")) << third.message;
+    EXPECT_TRUE(contains(third.message, "rank 1 (pid")) << third.message;
+    return second;
+  });
+  for (const auto& report : reports) {
+    SCOPED_TRACE("rank " + std::to_string(report.rank));
+    EXPECT_TRUE(report.exited && report.exit_code == 0) << report.exit_code;
+    EXPECT_LT(report.seconds * 1000, kTimeoutMs / 2);
+  }
+  EXPECT_EQ(leftover_segments(id), std::vector<std::string>{});
+}
+
 TEST(ProcessSetup, RanksThatNeverComeAreATimeoutNamingThemAndLeaveNothing) {
   cpu::ProcessOptions options;
   options.setup_timeout_ms = 300;
-  {
-    const cpu::UniqueId id = cpu::make_unique_id();  // rank 0 alone of 3
+  struct Alone {
+    int world, rank;
+    const char* waited_for;
+  };
+  for (const Alone& alone : {Alone{3, 0, "rank(s) 1, 2 to join"},  // rank 0 made the segments
+                             Alone{2, 1, "for rank 0 to make"}}) {
+    const cpu::UniqueId id = cpu::make_unique_id();
     const Outcome out = outcome_of([&] {
-      (void)cpu::make_process_comm(id, 3, 0, options);
+      (void)cpu::make_process_comm(id, alone.world, alone.rank, options);
       return RunInfo{};
     });
     EXPECT_EQ(out.code, ErrorCode::timeout) << out.message;
-    EXPECT_TRUE(contains(out.message, "rank(s) 1, 2 to join")) << out.message;
-    EXPECT_EQ(asynctp_test::leftover_segments(id), std::vector<std::string>{});
-  }
-  {
-    const cpu::UniqueId id = cpu::make_unique_id();  // rank 1 without rank 0
-    const Outcome out = outcome_of([&] {
-      (void)cpu::make_process_comm(id, 2, 1, options);
-      return RunInfo{};
-    });
-    EXPECT_EQ(out.code, ErrorCode::timeout) << out.message;
-    EXPECT_TRUE(contains(out.message, "for rank 0 to make")) << out.message;
-    EXPECT_EQ(asynctp_test::leftover_segments(id), std::vector<std::string>{});
+    EXPECT_TRUE(contains(out.message, alone.waited_for)) << out.message;
+    EXPECT_EQ(leftover_segments(id), std::vector<std::string>{});
   }
 }
 
 TEST(ProcessSetup, ArgumentsThatCannotMakeAGroupAreNamed) {
   const cpu::UniqueId id = cpu::make_unique_id();
-  const auto error_of = [](const std::function<void()>& make) {
-    return outcome_of([&] {
-      make();
-      return RunInfo{};
-    });
-  };
   cpu::UniqueId garbage{};
   std::snprintf(garbage.bytes, sizeof garbage.bytes, "not an id");
-  for (const auto& [out, word] : std::vector<std::pair<Outcome, std::string>>{
-           {error_of([&] { (void)cpu::make_process_comm(garbage, 2, 0); }), "id:"},
-           {error_of([&] { (void)cpu::make_process_comm(id, 0, 0); }), "world_size:"},
-           {error_of([&] { (void)cpu::make_process_comm(id, 2, 2); }), "rank:"},
-           {error_of([&] { (void)cpu::make_process_comm(id, 2, -1); }), "rank:"},
-           {error_of([&] {
-              (void)cpu::make_process_comm(id, 2, 0, {0, 0});
-            }),
-            "options.setup_timeout_ms:"},
-           {error_of([&] {
-              (void)cpu::make_process_comm(id, 2, 0, {-1, 1000});
-            }),
-            "options.gemm_workers:"}}) {
-    EXPECT_EQ(out.code, ErrorCode::invalid_argument) << out.message;
-    EXPECT_TRUE(contains(out.message, "invalid argument: " + word)) << out.message;
-  }
-  EXPECT_EQ(asynctp_test::leftover_segments(id), std::vector<std::string>{});
+  expect_invalid_argument([&] { (void)cpu::make_process_comm(garbage, 2, 0); }, "id",
+                          "not an id made by asynctp::cpu::make_unique_id");
+  expect_invalid_argument([&] { (void)cpu::make_process_comm(id, 0, 0); }, "world_size",
+                          "must lie in [1, 1024], got 0");
+  expect_invalid_argument([&] { (void)cpu::make_process_comm(id, 2, 2); }, "rank",
+                          "must lie in [0, 2), got 2");
+  expect_invalid_argument([&] { (void)cpu::make_process_comm(id, 2, -1); }, "rank",
+                          "must lie in [0, 2), got -1");
+  expect_invalid_argument(
+      [&] {
+        (void)cpu::make_process_comm(id, 2, 0, {0, 0});
+      },
+      "options.setup_timeout_ms", "must be positive, got 0");
+  expect_invalid_argument(
+      [&] {
+        (void)cpu::make_process_comm(id, 2, 0, {-1, 1000});
+      },
+      "options.gemm_workers", "must lie in [0, 256]");
+  EXPECT_EQ(leftover_segments(id), std::vector<std::string>{});
 }
 
 // Rank 0 made a group of 2; a process that says 3 is told so, and both fail.
@@ -234,7 +257,7 @@ TEST(ProcessSetup, AWorldSizeOtherThanRankZerosIsNamed) {
   const pid_t child = ::fork();
   if (child == 0) {
     try {
-      (void)cpu::make_process_comm(id, 2, 0, {0, 2'000});
+      (void)cpu::make_process_comm(id, 2, 0, {0, 500});
     } catch (const Error&) {
       ::_exit(0);
     }
@@ -251,8 +274,8 @@ TEST(ProcessSetup, AWorldSizeOtherThanRankZerosIsNamed) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank 0 did not fail cleanly";
-  EXPECT_EQ(asynctp_test::leftover_segments(id), std::vector<std::string>{});
+  EXPECT_EQ(leftover_segments(id), std::vector<std::string>{});
 }
 
 }  // namespace
-}  // namespace asynctp
+}  // namespace asynctp_test

@@ -35,6 +35,16 @@ bool decode(const std::string& text, Outcome& o) {
   return true;
 }
 
+// Appends what the (non-blocking) pipe holds now.
+void drain(int fd, std::string& text) {
+  if (fd < 0) return;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+}
+
 void write_all(int fd, const std::string& text) {
   std::size_t done = 0;
   while (done < text.size()) {
@@ -46,17 +56,15 @@ void write_all(int fd, const std::string& text) {
 
 [[noreturn]] void child(int world, int rank, const asynctp::cpu::UniqueId& id, const RankBody& body,
                         const asynctp::cpu::ProcessOptions& options, int fd) {
+  // The communicator's creation may throw too: its error is the outcome.
   Outcome outcome;
-  try {
+  const Outcome made = outcome_of([&] {
     const std::unique_ptr<asynctp::Comm> comm =
         asynctp::cpu::make_process_comm(id, world, rank, options);
     outcome = body(*comm);
-  } catch (const asynctp::Error& e) {
-    outcome.code = e.code();
-    outcome.message = e.what();
-  } catch (const std::exception& e) {
-    outcome.message = e.what();
-  }
+    return outcome.info;
+  });
+  if (!made.ok) outcome = made;
   write_all(fd, encode(outcome));
   ::close(fd);
   std::fflush(stdout);
@@ -65,20 +73,6 @@ void write_all(int fd, const std::string& text) {
 }
 
 }  // namespace
-
-Outcome outcome_of(const std::function<asynctp::RunInfo()>& call) {
-  Outcome out;
-  try {
-    out.info = call();
-    out.ok = true;
-  } catch (const asynctp::Error& e) {
-    out.code = e.code();
-    out.message = e.what();
-  } catch (const std::exception& e) {
-    out.message = e.what();
-  }
-  return out;
-}
 
 std::vector<RankReport> run_process_ranks(int world, const asynctp::cpu::UniqueId& id,
                                           const RankBody& body,
@@ -124,13 +118,7 @@ std::vector<RankReport> run_process_ranks(int world, const asynctp::cpu::UniqueI
   bool hung = false;
   while (running > 0) {
     for (int r = 0; r < world; ++r) {
-      const int fd = fds[static_cast<std::size_t>(r)];
-      if (fd < 0) continue;
-      char buffer[4096];
-      ssize_t n;
-      while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
-        texts[static_cast<std::size_t>(r)].append(buffer, static_cast<std::size_t>(n));
-      }
+      drain(fds[static_cast<std::size_t>(r)], texts[static_cast<std::size_t>(r)]);
     }
     int status = 0;
     const pid_t done = ::waitpid(-1, &status, WNOHANG);
@@ -160,11 +148,7 @@ std::vector<RankReport> run_process_ranks(int world, const asynctp::cpu::UniqueI
   for (int r = 0; r < world; ++r) {
     const int fd = fds[static_cast<std::size_t>(r)];
     if (fd < 0) continue;
-    char buffer[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
-      texts[static_cast<std::size_t>(r)].append(buffer, static_cast<std::size_t>(n));
-    }
+    drain(fd, texts[static_cast<std::size_t>(r)]);
     ::close(fd);
     RankReport& report = reports[static_cast<std::size_t>(r)];
     report.reported = decode(texts[static_cast<std::size_t>(r)], report.outcome);

@@ -50,7 +50,4 @@ void expect_all_ranks_ok(const std::vector<RankReport>& reports);
 // Entries of /dev/shm that belong to the group `id` names.
 std::vector<std::string> leftover_segments(const asynctp::cpu::UniqueId& id);
 
-// Calls `call` and records its outcome as the thread-group tests do.
-Outcome outcome_of(const std::function<asynctp::RunInfo()>& call);
-
 }  // namespace asynctp_test
