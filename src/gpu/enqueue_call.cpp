@@ -54,14 +54,11 @@ void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend
   check(rt::memset_async(res.flags.get(), 0,
                          sizeof(std::uint32_t) * static_cast<std::size_t>(world * pieces), s),
         "memset (flags)");
-  // The local chunk needs no link; device copies run ahead of the GEMM. A
-  // dropped local chunk (the test hook) is neither copied nor signalled,
-  // like a peer's, so the kernel's bounded wait for it runs out.
-  if (!call.dropped[static_cast<std::size_t>(rank)]) {
-    memset_d32(s, res.flag(rank * pieces), call.epoch, static_cast<std::size_t>(pieces));
-    copy_rows(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)], bytes,
-              call.row_bytes(), rt::Copy::device_to_device, s, "copy (local shard to gathered)");
-  }
+  memset_d32(s, res.flag(rank * pieces), call.epoch, static_cast<std::size_t>(pieces));
+
+  // The local chunk needs no link; device copies run ahead of the GEMM.
+  copy_rows(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)], bytes,
+            call.row_bytes(), rt::Copy::device_to_device, s, "copy (local shard to gathered)");
 
   record(res.fork.get(), s, "event record (fork)");
   wait(res.copy_out.get(), res.fork.get(), "stream wait (fork)");

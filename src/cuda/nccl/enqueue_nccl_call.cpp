@@ -67,9 +67,7 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
     gpu::check(rt::memcpy_async(call.gathered_chunk(rank), context.a_shard, chunk,
                                 rt::Copy::device_to_device, s),
                "copy (local shard to workspace)");
-    // The peers pull the local shard from the workspace whatever this rank's
-    // hooks say; a dropped local chunk (the test hook) is only not signalled.
-    for (int j = 0; j < call.pieces && !call.dropped[static_cast<std::size_t>(rank)]; ++j) {
+    for (int j = 0; j < call.pieces; ++j) {
       gpu::write_value32(s, res.flag(rank * call.pieces + j), call.epoch);
     }
     barrier(context, s);  // every rank's own chunk is in its workspace
