@@ -129,13 +129,7 @@ void CudaRankBackend::launch_native(const gpu::CallSpec& call, gpu::RankResource
   args.b = call.b.data;
   args.b_col_major = call.problem.b_layout == core::Layout::col_major;
   args.c = call.c_out.data;
-  args.m_per_chunk = call.kernel_chunk_rows();
-  args.n = call.problem.n;
-  args.k = call.problem.k;
-  args.world_size = call.kernel_chunks();
-  args.pivot = call.kernel_pivot();
-  args.chunk_flags = flags;
-  args.epoch = call.epoch;
+  call.fill_kernel_chunks(args, flags);
   args.timeout_ns = static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u;
   args.error_words = static_cast<std::uint32_t*>(res.error_words.get());
   args.max_sms = 0;  // the whole device: nothing the grid waits on needs an SM

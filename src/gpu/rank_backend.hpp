@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "asynctp/error.hpp"
 #include "asynctp/tensor.hpp"
 #include "core/config.hpp"
 #include "core/planner.hpp"
@@ -61,5 +62,16 @@ class RankBackend {
   virtual std::string native_error_message(const std::uint32_t words[3],
                                            std::uint64_t timeout_ns) const = 0;
 };
+
+// The backend's library GEMM of `lane`; throws Error(unsupported) naming
+// `path` when the build has none (the planner never picks such a path).
+inline LibraryGemm& library_lane(RankBackend& backend, int lane, const char* path) {
+  LibraryGemm* gemm = backend.library_gemm(lane);
+  if (!gemm) {
+    throw Error(ErrorCode::unsupported,
+                std::string(path) + " on " + backend.name() + ": this build has no library GEMM");
+  }
+  return *gemm;
+}
 
 }  // namespace asynctp::gpu

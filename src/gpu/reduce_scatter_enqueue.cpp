@@ -6,7 +6,7 @@
 #include "core/schedule.hpp"
 #include "gpu/check.hpp"
 #include "gpu/copy.hpp"
-#include "gpu/gemm_paths.hpp"
+#include "gpu/rank_backend.hpp"
 #include "gpu/partial_kernels.hpp"
 #include "gpu/stream_memops.hpp"
 

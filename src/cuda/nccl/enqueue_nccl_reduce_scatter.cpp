@@ -6,7 +6,7 @@
 #include "core/schedule.hpp"
 #include "cuda/nccl/nccl_check.hpp"
 #include "gpu/check.hpp"
-#include "gpu/gemm_paths.hpp"
+#include "gpu/rank_backend.hpp"
 #include "gpu/partial_kernels.hpp"
 
 namespace asynctp::nccl {
