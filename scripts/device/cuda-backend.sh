@@ -33,7 +33,7 @@ for step in "${steps[@]}"; do
     nccl-tests) run_step nccl-tests 200 "$bin/asynctp_nccl_tests" --gtest_brief=1 ;;
     max-connections) run_step max-connections 240 env CUDA_DEVICE_MAX_CONNECTIONS=1 \
                  "$bin/asynctp_gpu_tests" --gtest_brief=1 \
-                 --gtest_filter='LoopbackMaxConnections.*:ProducerMaxConnections.*' ;;
+                 --gtest_filter='*MaxConnections.*' ;;
     cli-gpu) run_step cli-gpu 240 env ASYNCTP_CLI="$PWD/$bin/asynctp" "$bin/asynctp_cli_tests" \
                  --gtest_filter='CliCudaRun.*:CliBench.*' ;;
     readme-run) run_step readme-run 240 "$bin/asynctp" run --world-size 8 -m 8192 -n 2048 \
