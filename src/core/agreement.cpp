@@ -102,9 +102,8 @@ void record_local_failure(CallRecord& mine, std::exception_ptr& local_error,
   mine.error = error;
 }
 
-void publish_and_agree(Barrier& barrier, std::vector<CallRecord>& records,
-                       const CallRecord& mine, int rank, std::int64_t timeout_ms,
-                       const std::exception_ptr& local_error) {
+void publish_and_agree(Barrier& barrier, std::vector<CallRecord>& records, const CallRecord& mine,
+                       int rank, std::int64_t timeout_ms, const std::exception_ptr& local_error) {
   records[static_cast<std::size_t>(rank)] = mine;
   agree_or_throw(barrier, records, rank, timeout_ms, local_error);
 }

@@ -53,8 +53,7 @@ void agree_or_throw(Barrier& barrier, const std::vector<CallRecord>& records, in
                     std::int64_t timeout_ms, const std::exception_ptr& local_error);
 
 // Publishes `mine` as records[rank], then agree_or_throw.
-void publish_and_agree(Barrier& barrier, std::vector<CallRecord>& records,
-                       const CallRecord& mine, int rank, std::int64_t timeout_ms,
-                       const std::exception_ptr& local_error);
+void publish_and_agree(Barrier& barrier, std::vector<CallRecord>& records, const CallRecord& mine,
+                       int rank, std::int64_t timeout_ms, const std::exception_ptr& local_error);
 
 }  // namespace asynctp::core

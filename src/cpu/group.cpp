@@ -69,11 +69,7 @@ int Group::world_size() const noexcept { return state_->shared.world_size(); }
 int Group::gemm_workers_per_rank() const noexcept { return state_->shared.workers_per_rank(); }
 
 Comm& Group::comm(int rank) {
-  if (rank < 0 || rank >= world_size()) {
-    throw Error(
-        ErrorCode::invalid_argument,
-        "rank: must lie in [0, " + std::to_string(world_size()) + "), got " + std::to_string(rank));
-  }
+  core::check_rank_argument(rank, world_size());
   return *state_->comms[static_cast<std::size_t>(rank)];
 }
 

@@ -8,6 +8,7 @@
 #include "bootstrap/launch_env.hpp"
 #include "bootstrap/record_fields.hpp"
 #include "bootstrap/tcp_rendezvous.hpp"
+#include "core/rank_threads.hpp"
 #include "cpu/block_gemm.hpp"
 #include "cpu/comm.hpp"
 #include "cpu/process_group.hpp"
@@ -22,6 +23,13 @@ constexpr int kMaxWorldSize = 1024;
   throw Error(ErrorCode::invalid_argument, argument + ": " + rule);
 }
 
+void check_setup_timeout(const ProcessOptions& options) {
+  if (options.setup_timeout_ms <= 0) {
+    fail("options.setup_timeout_ms",
+         "must be positive, got " + std::to_string(options.setup_timeout_ms));
+  }
+}
+
 }  // namespace
 
 UniqueId make_unique_id() { return new_unique_id(); }
@@ -32,14 +40,8 @@ std::unique_ptr<Comm> make_process_comm(const UniqueId& id, int world_size, int 
     fail("world_size", "must lie in [1, " + std::to_string(kMaxWorldSize) + "], got " +
                            std::to_string(world_size));
   }
-  if (rank < 0 || rank >= world_size) {
-    fail("rank",
-         "must lie in [0, " + std::to_string(world_size) + "), got " + std::to_string(rank));
-  }
-  if (options.setup_timeout_ms <= 0) {
-    fail("options.setup_timeout_ms",
-         "must be positive, got " + std::to_string(options.setup_timeout_ms));
-  }
+  core::check_rank_argument(rank, world_size);
+  check_setup_timeout(options);
   const SegmentNames names = segment_names(id);
   const int workers =
       resolve_gemm_workers(options.gemm_workers, world_size, "options.gemm_workers");
@@ -51,10 +53,7 @@ std::unique_ptr<Comm> make_process_comm(const UniqueId& id, int world_size, int 
 
 std::unique_ptr<Comm> comm_from_environment(const ProcessOptions& options) {
   const bootstrap::LaunchInfo info = bootstrap::launched_process_info();
-  if (options.setup_timeout_ms <= 0) {
-    fail("options.setup_timeout_ms",
-         "must be positive, got " + std::to_string(options.setup_timeout_ms));
-  }
+  check_setup_timeout(options);
   std::string record = "host=" + bootstrap::host_name() + "\n";
   UniqueId id{};
   if (info.rank == 0) {
