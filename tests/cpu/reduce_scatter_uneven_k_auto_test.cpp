@@ -21,11 +21,16 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// Runs `shape` under `options` on every rank, checks every output against
+// Runs `shape` under auto on every rank, checks every output against
 // the reference, and that every rank ran `expected`; rank `preferring`'s
 // planner chose native, and its reason says the group chose otherwise.
-void expect_group_runs(const asynctp_test::RsShape& shape, const Options& options,
-                       Algorithm expected, int preferring) {
+// (Auto with tiles of 16 x 8 rows and columns, so that small shapes fit native.)
+void expect_group_runs(const asynctp_test::RsShape& shape, Algorithm expected, int preferring) {
+  asynctp_test::CleanPlannerEnv clean_env;
+  Options options;
+  options.algorithm = Algorithm::automatic;
+  options.tile_m = 16;
+  options.tile_n = 8;
   const asynctp_test::Seed seed;
   SCOPED_TRACE(seed.note());
   SCOPED_TRACE(shape.to_string());
@@ -49,26 +54,16 @@ void expect_group_runs(const asynctp_test::RsShape& shape, const Options& option
 }
 
 TEST(ReduceScatterUnevenK, AutoRunsDecomposedWhenOneSliceBlocksNativeOnSmallChunks) {
-  asynctp_test::CleanPlannerEnv clean_env;
   asynctp_test::RsShape shape = asynctp_test::rs_shape(2, 16, 40, 40);
   shape.k = {40, 14};  // native needs k a multiple of 8: rank 1's is not
-  Options options;
-  options.algorithm = Algorithm::automatic;
-  options.tile_m = 16;
-  options.tile_n = 8;
   // Rank 1's chunks of 16 rows are too small for per-chunk GEMMs.
-  expect_group_runs(shape, options, Algorithm::decomposed, 0);
+  expect_group_runs(shape, Algorithm::decomposed, 0);
 }
 
 TEST(ReduceScatterUnevenK, AutoRunsPipelinedWhereEveryRankCan) {
-  asynctp_test::CleanPlannerEnv clean_env;
   asynctp_test::RsShape shape = asynctp_test::rs_shape(3, 128, 24, 32);
   shape.k = {32, 14, 48};  // ranks 0 and 2 could run native, rank 1 cannot
-  Options options;
-  options.algorithm = Algorithm::automatic;
-  options.tile_m = 16;
-  options.tile_n = 8;
-  expect_group_runs(shape, options, Algorithm::pipelined, 2);
+  expect_group_runs(shape, Algorithm::pipelined, 2);
 }
 
 // A rank that forced an algorithm runs only that one: the auto ranks follow
