@@ -58,6 +58,7 @@ std::string describe(const Case& c) {
   return std::string(c.op == Op::all_gather_matmul ? "all_gather_matmul_" : "reduce_scatter_") +
          to_string(c.algorithm);
 }
+void PrintTo(const Case& c, std::ostream* out) { *out << describe(c); }
 
 // The bytes of a device tensor (dense, row-major), for bitwise comparison.
 std::vector<unsigned char> download(const TensorView& v) {
