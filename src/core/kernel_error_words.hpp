@@ -11,17 +11,20 @@
 namespace asynctp::core {
 
 // The message for the exception a caller throws after reading the words
-// back; "" when words[0] == 0. `kernel` starts it ("native GEMM").
+// back; "" when words[0] == 0. It reads like the CPU backend's
+// (core::chunk_timeout_message), so a caller matches one phrase on every
+// backend; `kernel` names whose wait ran out ("native GEMM").
 inline std::string chunk_wait_error_message(const std::string& kernel, const std::uint32_t words[3],
                                             std::uint64_t timeout_ns) {
   if (words[0] == 0) return "";
   const unsigned chunk = words[0] - 1u;
-  char buf[192];
+  char buf[224];
   std::snprintf(buf, sizeof buf,
-                ": chunk %u (rank %u's shard) was not signalled within %.3f ms: its flag read "
-                "%u, expected epoch %u",
-                chunk, chunk, static_cast<double>(timeout_ns) * 1e-6, words[1], words[2]);
-  return kernel + buf;
+                "chunk %u (the A shard of rank %u) never arrived: the %s's wait saw its "
+                "flag read %u, expected epoch %u, for %.3f ms",
+                chunk, chunk, kernel.c_str(), words[1], words[2],
+                static_cast<double>(timeout_ns) * 1e-6);
+  return buf;
 }
 
 }  // namespace asynctp::core

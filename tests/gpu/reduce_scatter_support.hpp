@@ -106,6 +106,18 @@ class DeviceRsProblem {
     return asynctp::plan_fused_matmul_reduce_scatter(comm, a(r), b(r), out(r), options);
   }
 
+  // Rank r's out copied to its host tensor (the streams must be idle), for a
+  // caller that judges it itself; the guard is checked.
+  asynctp::TensorView downloaded_out(int r) {
+    HostTensor& out_host = host_.out_tensor(r);
+    EXPECT_EQ(cudaSuccess, cudaSetDevice(device(r)));
+    EXPECT_EQ(cudaSuccess, cudaMemcpy(out_host.data(), buf(r).out.p, out_host.bytes(),
+                                      cudaMemcpyDeviceToHost));
+    expect_guard_intact(r);
+    return host_.out(r);
+  }
+  const std::vector<double>& reference(int r) { return host_.reference(r); }
+
   // Every element written, the relative Frobenius error within tolerance(),
   // nothing written past the output. The streams must be idle.
   void expect_correct(int r) {

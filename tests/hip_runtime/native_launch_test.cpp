@@ -87,7 +87,8 @@ TEST(HipNativeLaunch, ErrorWordsNameTheChunkAndTheEpoch) {
   EXPECT_EQ("", hip::native_error_message(none, 1'000'000));
   const std::uint32_t timed_out[3] = {3, 6, 7};  // chunk 2 read epoch 6, waited for 7
   const std::string message = hip::native_error_message(timed_out, 250'000'000);
-  EXPECT_NE(std::string::npos, message.find("chunk 2 (rank 2's shard)")) << message;
+  EXPECT_NE(std::string::npos, message.find("chunk 2 (the A shard of rank 2) never arrived"))
+      << message;
   EXPECT_NE(std::string::npos, message.find("250.000 ms")) << message;
   EXPECT_NE(std::string::npos, message.find("flag read 6, expected epoch 7")) << message;
 }
