@@ -45,14 +45,17 @@ class LoopbackGroupPlan : public ::testing::Test {
     CUDA_ASSERT(streams_.create(kWorld));
   }
 
-  // Every rank calls `problem` with options_of(its rank), then synchronize.
+  // Every rank calls `problem`, then synchronize: rank `one` asking for
+  // `its`, the others for `theirs`.
   template <class Problem>
-  std::vector<lb::RankResult> run(const Problem& problem, Options (*options_of)(int rank),
+  std::vector<lb::RankResult> run(const Problem& problem, int one, Algorithm its, Algorithm theirs,
                                   const std::string& what) {
     SCOPED_TRACE(seed_.note());
     return lb::run_ranks(
         *group_, streams_,
-        [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options_of(comm.rank()), s); },
+        [&](Comm& comm, cudaStream_t s) {
+          return problem.call(comm, lb::options_for(comm.rank() == one ? its : theirs), s);
+        },
         what);
   }
 
@@ -81,12 +84,8 @@ TEST_F(LoopbackGroupPlan, AutoRanksFollowARankThatForcedDecomposed) {
   lb::print_case(seed_, shape.to_string());
   lb::LoopbackProblem problem(shape, rng_);
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
-  const auto results = run(
-      problem,
-      [](int rank) {
-        return lb::options_for(rank == 2 ? Algorithm::decomposed : Algorithm::automatic);
-      },
-      "rank 2 forces decomposed");
+  const auto results =
+      run(problem, 2, Algorithm::decomposed, Algorithm::automatic, "rank 2 forces decomposed");
   expect_everyone_ran(results, Algorithm::decomposed, 2);
   if (!lb::single_hardware_queue()) {
     // Their planners chose native here (loopback_planner_test): they say so.
@@ -103,12 +102,8 @@ TEST_F(LoopbackGroupPlan, UnevenKSlicesUnderAuto) {
   lb::print_case(seed_, shape.to_string());
   DeviceRsProblem problem(shape, rng_);
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
-  const auto results = run(
-      problem,
-      [](int rank) {
-        return lb::options_for(rank == 1 ? Algorithm::decomposed : Algorithm::automatic);
-      },
-      "uneven K, rank 1 forces decomposed");
+  const auto results = run(problem, 1, Algorithm::decomposed, Algorithm::automatic,
+                           "uneven K, rank 1 forces decomposed");
   expect_everyone_ran(results, Algorithm::decomposed, 1);
   // The others' planners chose pipelined (256 rows per chunk): they say so.
   EXPECT_TRUE(lb::contains(results[0].info.reason, "the group runs decomposed"))
@@ -118,8 +113,8 @@ TEST_F(LoopbackGroupPlan, UnevenKSlicesUnderAuto) {
   // Every rank auto: one algorithm on every rank, correct.
   ASSERT_NO_FATAL_FAILURE(problem.refill(rng_));
   ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
-  const auto all_auto = run(
-      problem, [](int) { return lb::options_for(Algorithm::automatic); }, "uneven K, all auto");
+  const auto all_auto =
+      run(problem, 0, Algorithm::automatic, Algorithm::automatic, "uneven K, all auto");
   lb::expect_all_ok(all_auto, all_auto[0].info.algorithm);
   ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
 }
@@ -127,12 +122,8 @@ TEST_F(LoopbackGroupPlan, UnevenKSlicesUnderAuto) {
 TEST_F(LoopbackGroupPlan, ForcedAlgorithmsThatDifferStayAMismatch) {
   DeviceRsProblem problem(asynctp_test::rs_shape(kWorld, 256, 64, 64), rng_);
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
-  const auto results = run(
-      problem,
-      [](int rank) {
-        return lb::options_for(rank == 0 ? Algorithm::pipelined : Algorithm::decomposed);
-      },
-      "forced algorithms that differ");
+  const auto results =
+      run(problem, 0, Algorithm::pipelined, Algorithm::decomposed, "forced algorithms that differ");
   for (const lb::RankResult& res : results) {
     EXPECT_EQ(ErrorCode::mismatch, res.code.value_or(ErrorCode::backend)) << res.message;
     EXPECT_TRUE(lb::contains(res.message, "ranks disagree on the algorithm")) << res.message;
