@@ -1,7 +1,10 @@
 // The public entry points: each builds the op's call and hands it to the one
-// call flow (src/call/collective.hpp), whatever the communicator.
+// call flow (src/call/collective.hpp), whatever the communicator. A verify
+// problem's call (asynctp/verify.hpp) is the op's entry point on the rank's
+// tensors, so it is written here too: the caller meets the call flow at once.
 #include "asynctp/ops.hpp"
 
+#include "asynctp/verify.hpp"
 #include "call/collective.hpp"
 
 namespace asynctp {
@@ -58,4 +61,31 @@ RunInfo plan_fused_matmul_reduce_scatter(const Comm& comm, const TensorView& a, 
                                options);
 }
 
+namespace verify {
+
+RunInfo AllGatherMatmulProblem::call(Comm& comm, const RankTensors& on,
+                                     const Options& options) const {
+  return fused_all_gather_matmul(comm, on.inputs.at(0).view, on.inputs.at(1).view,
+                                 on.outputs.at(0).view, &on.outputs.at(1).view, options);
+}
+
+RunInfo AllGatherMatmulProblem::plan(const Comm& comm, const RankTensors& on,
+                                     const Options& options) const {
+  return plan_fused_all_gather_matmul(comm, on.inputs.at(0).view, on.inputs.at(1).view,
+                                      on.outputs.at(0).view, &on.outputs.at(1).view, options);
+}
+
+RunInfo MatmulReduceScatterProblem::call(Comm& comm, const RankTensors& on,
+                                         const Options& options) const {
+  return fused_matmul_reduce_scatter(comm, on.inputs.at(0).view, on.inputs.at(1).view,
+                                     on.outputs.at(0).view, options);
+}
+
+RunInfo MatmulReduceScatterProblem::plan(const Comm& comm, const RankTensors& on,
+                                         const Options& options) const {
+  return plan_fused_matmul_reduce_scatter(comm, on.inputs.at(0).view, on.inputs.at(1).view,
+                                          on.outputs.at(0).view, options);
+}
+
+}  // namespace verify
 }  // namespace asynctp

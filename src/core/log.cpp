@@ -8,27 +8,20 @@
 #include <thread>
 
 #include "core/config.hpp"
+#include "core/lookup.hpp"
 
 namespace asynctp::core {
 namespace {
 
-const char* level_name(LogLevel level) {
-  switch (level) {
-    case LogLevel::warn:
-      return "WARN";
-    case LogLevel::info:
-      return "INFO";
-    case LogLevel::trace:
-      return "TRACE";
-  }
-  return "?";
-}
+constexpr Entry<LogLevel, const char*> kLevelNames[] = {
+    {LogLevel::warn, "WARN"}, {LogLevel::info, "INFO"}, {LogLevel::trace, "TRACE"}};
+
+const char* level_name(LogLevel level) { return lookup(kLevelNames, level, "?"); }
 
 LogLevel read_level() {
   const auto text = process_env("ASYNCTP_DEBUG");
-  if (!text || *text == "WARN") return LogLevel::warn;
-  if (*text == "INFO") return LogLevel::info;
-  if (*text == "TRACE") return LogLevel::trace;
+  if (!text) return LogLevel::warn;
+  if (const auto level = key_named(kLevelNames, *text)) return *level;
   std::fprintf(stderr, "asynctp WARN ASYNCTP_DEBUG: must be WARN, INFO or TRACE, got '%s'\n",
                text->c_str());
   return LogLevel::warn;

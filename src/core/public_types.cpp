@@ -4,23 +4,29 @@
 #include "asynctp/error.hpp"
 #include "asynctp/options.hpp"
 #include "asynctp/tensor.hpp"
+#include "core/lookup.hpp"
 
 namespace asynctp {
+namespace {
+
+using core::Entry;
+
+constexpr Entry<ErrorCode, const char*> kErrorCodeNames[] = {
+    {ErrorCode::invalid_argument, "invalid argument"}, {ErrorCode::unsupported, "unsupported"},
+    {ErrorCode::timeout, "timeout"},                   {ErrorCode::mismatch, "rank mismatch"},
+    {ErrorCode::backend, "backend error"}};
+constexpr Entry<DType, const char*> kDTypeNames[] = {
+    {DType::bf16, "bf16"}, {DType::fp16, "fp16"}, {DType::fp32, "fp32"}};
+constexpr Entry<DeviceKind, const char*> kDeviceKindNames[] = {
+    {DeviceKind::cpu, "cpu"}, {DeviceKind::cuda, "cuda"}, {DeviceKind::hip, "hip"}};
+constexpr Entry<Algorithm, const char*> kAlgorithmNames[] = {
+    {Algorithm::automatic, "auto"}, {Algorithm::native, "native"},
+    {Algorithm::pipelined, "pipelined"}, {Algorithm::decomposed, "decomposed"}};
+
+}  // namespace
 
 const char* to_string(ErrorCode code) noexcept {
-  switch (code) {
-    case ErrorCode::invalid_argument:
-      return "invalid argument";
-    case ErrorCode::unsupported:
-      return "unsupported";
-    case ErrorCode::timeout:
-      return "timeout";
-    case ErrorCode::mismatch:
-      return "rank mismatch";
-    case ErrorCode::backend:
-      return "backend error";
-  }
-  return "unknown";
+  return core::lookup(kErrorCodeNames, code, "unknown");
 }
 
 Error::Error(ErrorCode code, const std::string& message)
@@ -28,51 +34,20 @@ Error::Error(ErrorCode code, const std::string& message)
       code_(code),
       detail_(message) {}
 
-const char* to_string(DType dtype) noexcept {
-  switch (dtype) {
-    case DType::bf16:
-      return "bf16";
-    case DType::fp16:
-      return "fp16";
-    case DType::fp32:
-      return "fp32";
-  }
-  return "unknown";
-}
+const char* to_string(DType dtype) noexcept { return core::lookup(kDTypeNames, dtype, "unknown"); }
 
 std::size_t element_size(DType dtype) noexcept { return dtype == DType::fp32 ? 4 : 2; }
 
 const char* to_string(DeviceKind kind) noexcept {
-  switch (kind) {
-    case DeviceKind::cpu:
-      return "cpu";
-    case DeviceKind::cuda:
-      return "cuda";
-    case DeviceKind::hip:
-      return "hip";
-  }
-  return "unknown";
+  return core::lookup(kDeviceKindNames, kind, "unknown");
 }
 
 const char* to_string(Algorithm algorithm) noexcept {
-  switch (algorithm) {
-    case Algorithm::automatic:
-      return "auto";
-    case Algorithm::native:
-      return "native";
-    case Algorithm::pipelined:
-      return "pipelined";
-    case Algorithm::decomposed:
-      return "decomposed";
-  }
-  return "unknown";
+  return core::lookup(kAlgorithmNames, algorithm, "unknown");
 }
 
 Algorithm parse_algorithm(const std::string& text, const std::string& what) {
-  for (Algorithm a :
-       {Algorithm::automatic, Algorithm::native, Algorithm::pipelined, Algorithm::decomposed}) {
-    if (text == to_string(a)) return a;
-  }
+  if (const auto algorithm = core::key_named(kAlgorithmNames, text)) return *algorithm;
   throw Error(ErrorCode::invalid_argument,
               what + ": must be one of auto, native, pipelined, decomposed; got '" + text + "'");
 }

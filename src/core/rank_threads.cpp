@@ -1,8 +1,11 @@
 #include "core/rank_threads.hpp"
 
 #include <exception>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "asynctp/error.hpp"
 
 namespace asynctp::core {
 
@@ -23,6 +26,12 @@ void run_on_rank_threads(int world_size, const std::function<void(int rank)>& bo
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+void check_rank_argument(int rank, int world_size) {
+  if (rank >= 0 && rank < world_size) return;
+  throw Error(ErrorCode::invalid_argument, "rank: must lie in [0, " + std::to_string(world_size) +
+                                               "), got " + std::to_string(rank));
 }
 
 }  // namespace asynctp::core

@@ -11,4 +11,8 @@ namespace asynctp::core {
 // rank after every thread has joined.
 void run_on_rank_threads(int world_size, const std::function<void(int rank)>& body);
 
+// A group's rank argument: throws Error(invalid_argument) "rank: must lie in
+// [0, world_size), got <rank>" when it names no rank of the group.
+void check_rank_argument(int rank, int world_size);
+
 }  // namespace asynctp::core

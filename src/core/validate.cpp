@@ -5,6 +5,7 @@
 #include <string>
 
 #include "asynctp/error.hpp"
+#include "core/lookup.hpp"
 
 namespace asynctp::core {
 namespace {
@@ -127,13 +128,10 @@ const char* to_string(Layout layout) noexcept {
 }
 
 const char* op_name(OpKind op) noexcept {
-  switch (op) {
-    case OpKind::all_gather_matmul:
-      return "fused_all_gather_matmul";
-    case OpKind::matmul_reduce_scatter:
-      return "fused_matmul_reduce_scatter";
-  }
-  return "?";
+  constexpr Entry<OpKind, const char*> kNames[] = {
+      {OpKind::all_gather_matmul, "fused_all_gather_matmul"},
+      {OpKind::matmul_reduce_scatter, "fused_matmul_reduce_scatter"}};
+  return lookup(kNames, op, "?");
 }
 
 std::string ProblemDesc::to_string() const {

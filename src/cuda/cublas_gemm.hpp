@@ -13,21 +13,16 @@
 
 namespace asynctp::cuda {
 
-class CublasGemm final : public gpu::LibraryGemm {
+class CublasGemm final : public gpu::HandleGemm<cublasHandle_t> {
  public:
-  CublasGemm() = default;
   ~CublasGemm() override;
-  CublasGemm(const CublasGemm&) = delete;
-  CublasGemm& operator=(const CublasGemm&) = delete;
 
   // The handle gets its own workspace, so that the call can be captured in
   // a CUDA graph.
   void run(cudaStream_t stream, const void* a, std::int64_t rows, const TensorView& b,
            void* c) override;
-  bool ready() const noexcept override { return handle_ != nullptr; }
 
  private:
-  cublasHandle_t handle_ = nullptr;
   gpu::DeviceMemory workspace_;
 };
 

@@ -6,7 +6,6 @@
 #include "asynctp/error.hpp"
 #include "call/op_rules.hpp"
 #include "core/schedule.hpp"
-#include "gpu/call_spec.hpp"
 #include "gpu/check.hpp"
 #include "gpu/device_checks.hpp"
 
@@ -36,6 +35,30 @@ std::vector<int> arrival_order(int world, int rank, const ArrivalHooks& hooks) {
   }
   order.erase(std::remove(order.begin(), order.end(), rank), order.end());
   return order;
+}
+
+CallSpec call_spec(const CheckedCall& checked, const call::OpCall& call, const Options& options) {
+  const int world = checked.problem.world_size;
+  const int rank = checked.problem.rank;
+  CallSpec spec;
+  // What the check decided.
+  spec.problem = checked.problem;
+  spec.plan = checked.plan;
+  spec.pieces = checked.pieces;
+  if (checked.kernel) spec.native_kernel = checked.kernel->name;
+  // The caller's tensors, stream and bound.
+  spec.b = call.b;
+  spec.c_out = call.out;
+  spec.stream = static_cast<rt::StreamHandle>(options.stream);
+  spec.capturing = checked.capturing;
+  spec.timeout_ms = checked.resolved.wait_timeout_ms;
+  // The order the peers' chunks move in, and the ones a test drops.
+  spec.arrival_order = arrival_order(world, rank, options.hooks);
+  spec.dropped.assign(static_cast<std::size_t>(world), false);
+  for (int c : spec.arrival_order) {
+    spec.dropped[static_cast<std::size_t>(c)] = options.hooks.drop && options.hooks.drop(rank, c);
+  }
+  return spec;
 }
 
 bool gemm_ready(RankBackend& backend, Algorithm algorithm) {
@@ -101,6 +124,11 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
     fail_argument("options.hooks.before_compute",
                   "not supported by the " + backend_name +
                       " backend (its GEMM is one kernel, which a host-side hook cannot hold)");
+  }
+  if (options.hooks.drop && reduce_scatter) {
+    fail_argument("options.hooks.drop",
+                  "not supported by fused_matmul_reduce_scatter on the " + backend_name +
+                      " backend (its partials are shipped by copies nothing can drop)");
   }
   if (options.hooks.drop && out.plan.algorithm != Algorithm::native) {
     fail_argument("options.hooks.drop",

@@ -4,6 +4,7 @@
 // state. What the ranks must then agree on is the communicator's business.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,9 +13,11 @@
 #include "asynctp/tensor.hpp"
 #include "call/checked_call.hpp"
 #include "call/op_call.hpp"
+#include "call/transport.hpp"
 #include "core/config.hpp"
 #include "core/planner.hpp"
 #include "core/problem.hpp"
+#include "gpu/call_spec.hpp"
 #include "gpu/rank_backend.hpp"
 
 namespace asynctp::gpu {
@@ -39,6 +42,38 @@ struct CallSite {
 // cannot run.
 CheckedCall check_call(const CallSite& site, const RankBackend& backend, const call::OpCall& call,
                        const Options& options);
+
+// The device work's description of a checked call of rank checked.problem.rank:
+// its problem, plan, tensors, stream, bound, chunk order and drops (test
+// hooks), signal pieces and native kernel. The transport adds what is its
+// own: where the chunks come from (shards, link) and go (gathered), and the
+// epoch.
+CallSpec call_spec(const CheckedCall& checked, const call::OpCall& call, const Options& options);
+
+// A transport whose ranks run on GPUs (loopback ranks on one GPU, NCCL ranks
+// on many): its local check is check_call at the site it describes, then
+// the rules of its own; it enqueues on the caller's stream and returns.
+class GpuTransport : public call::Transport {
+ public:
+  DeviceKind device_kind() const noexcept final { return backend_->device_kind(); }
+  bool synchronous() const noexcept final { return false; }
+  CheckedCall check(const call::OpCall& call, const Options& options) const final {
+    CheckedCall out = check_call(site(), *backend_, call, options);
+    check_own_rules(call, out);
+    return out;
+  }
+
+ protected:
+  // This rank's place in the communicator, and what it cannot do there.
+  virtual CallSite site() const = 0;
+  // Throws Error naming the argument and the rule this transport adds.
+  virtual void check_own_rules(const call::OpCall& call, const CheckedCall& checked) const {
+    (void)call;
+    (void)checked;
+  }
+
+  std::unique_ptr<RankBackend> backend_;  // the rank's device, kernels and GEMMs
+};
 
 // Whether the GEMM of `algorithm` has every handle it needs: a graph capture
 // cannot make one.

@@ -59,6 +59,18 @@ struct CallSpec {
   std::int64_t kernel_chunk_rows() const { return problem.m / pieces; }
   int kernel_chunks() const { return problem.world_size * pieces; }
   int kernel_pivot() const { return problem.rank * pieces; }
+  // Those chunks and their gate into a native kernel's arguments (CUDA's
+  // and HIP's argument structs name these fields alike).
+  template <typename KernelArgs>
+  void fill_kernel_chunks(KernelArgs& args, const std::uint32_t* flags) const {
+    args.m_per_chunk = kernel_chunk_rows();
+    args.n = problem.n;
+    args.k = problem.k;
+    args.world_size = kernel_chunks();
+    args.pivot = kernel_pivot();
+    args.chunk_flags = flags;
+    args.epoch = epoch;
+  }
 };
 
 // The chunk (= rank) a kernel's error word names: the kernel counts signal

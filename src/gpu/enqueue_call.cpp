@@ -23,18 +23,10 @@
 
 #include "gpu/check.hpp"
 #include "gpu/copy.hpp"
-#include "gpu/gemm_paths.hpp"
 #include "gpu/link.hpp"
 #include "gpu/stream_memops.hpp"
 
 namespace asynctp::gpu {
-namespace {
-
-std::uint32_t* flag(const RankResources& res, int c) {
-  return static_cast<std::uint32_t*>(res.flags.get()) + c;
-}
-
-}  // namespace
 
 void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend) {
   const rt::StreamHandle s = call.stream;
@@ -42,13 +34,8 @@ void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend
   const int rank = call.problem.rank;
   const std::size_t bytes = call.chunk_bytes();
 
-  // The workspace, flags and clock are this rank's, shared by its calls: a
-  // call on another stream must not start while the previous one runs.
-  // (Inside a capture, stream order is the caller's: waiting on an event
-  // recorded outside the capture is not allowed there.)
-  if (!call.capturing && res.call_end_recorded) {
-    wait(s, res.call_end.get(), "stream wait (this rank's previous call)");
-  }
+  // A call on another stream must not start while the previous one runs.
+  res.wait_previous_call(s, call.capturing);
   // The arrival model's set-up stands in for the transfer its release times
   // model, so it runs before the call's own work begins (call_begin): one
   // rank's call is then timed as on a GPU of its own, where copy engines
@@ -67,7 +54,7 @@ void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend
   check(rt::memset_async(res.flags.get(), 0,
                          sizeof(std::uint32_t) * static_cast<std::size_t>(world * pieces), s),
         "memset (flags)");
-  memset_d32(s, flag(res, rank * pieces), call.epoch, static_cast<std::size_t>(pieces));
+  memset_d32(s, res.flag(rank * pieces), call.epoch, static_cast<std::size_t>(pieces));
 
   // The local chunk needs no link; device copies run ahead of the GEMM.
   copy_rows(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)], bytes,
@@ -93,9 +80,63 @@ void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend
   wait(s, res.copy_out_done.get(), "stream wait (copy out done)");
   wait(s, res.copy_in_done.get(), "stream wait (copy in done)");
   wait(s, res.compute_done.get(), "stream wait (compute done)");
-  if (!call.capturing) {
-    record(res.call_end.get(), s, "event record (call end)");
-    res.call_end_recorded = true;
+  res.record_call_end(s, call.capturing);
+}
+
+// The consumer half: the GEMM paths of enqueue_gemm (enqueue_call.hpp).
+namespace {
+
+void* c_rows(const CallSpec& call, int chunk) {
+  const std::size_t row_bytes =
+      static_cast<std::size_t>(call.problem.n) * element_size(call.problem.dtype);
+  return static_cast<char*>(call.c_out.data) +
+         row_bytes * static_cast<std::size_t>(call.problem.m) * static_cast<std::size_t>(chunk);
+}
+
+void enqueue_pipelined(const CallSpec& call, RankResources& res, RankBackend& backend) {
+  LibraryGemm* lanes[2] = {&library_lane(backend, 0, "pipelined"),
+                           &library_lane(backend, 1, "pipelined")};
+  const rt::StreamHandle streams[2] = {res.compute.get(), res.lane2.get()};
+  const int world = call.problem.world_size;
+  // Forked here only: a captured stream that is forked must be joined back.
+  wait(res.lane2.get(), res.fork.get(), "stream wait (fork)");
+  for (int i = 0; i < world; ++i) {
+    const int c = (call.problem.rank + i) % world;
+    const int lane = i % 2;
+    if (c != call.problem.rank) {
+      wait(streams[lane], res.arrived[static_cast<std::size_t>(c)]->get(),
+           "stream wait (chunk arrived)");
+    }
+    lanes[lane]->run(streams[lane], call.gathered_chunk(c), call.problem.m, call.b,
+                     c_rows(call, c));
+  }
+  check(rt::event_record(res.lane2_done.get(), res.lane2.get()), "event record (lane 2 done)");
+  wait(res.compute.get(), res.lane2_done.get(), "stream wait (lane 2 done)");
+}
+
+void enqueue_decomposed(const CallSpec& call, RankResources& res, RankBackend& backend) {
+  LibraryGemm& gemm = library_lane(backend, 0, "decomposed");
+  const rt::StreamHandle s = res.compute.get();
+  for (int c : call.arrival_order) {
+    wait(s, res.arrived[static_cast<std::size_t>(c)]->get(), "stream wait (chunk arrived)");
+  }
+  gemm.run(s, call.gathered, call.problem.gathered_rows(), call.b, call.c_out.data);
+}
+
+}  // namespace
+
+void enqueue_gemm(const CallSpec& call, RankResources& res, RankBackend& backend) {
+  switch (call.plan.algorithm) {
+    case Algorithm::native:
+      backend.launch_native(call, res, res.flag(0));
+      return;
+    case Algorithm::pipelined:
+      enqueue_pipelined(call, res, backend);
+      return;
+    case Algorithm::decomposed:
+    case Algorithm::automatic:  // the plan never leaves auto
+      enqueue_decomposed(call, res, backend);
+      return;
   }
 }
 

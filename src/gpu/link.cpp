@@ -8,13 +8,6 @@
 #include "gpu/stream_memops.hpp"
 
 namespace asynctp::gpu {
-namespace {
-
-std::uint32_t* flag(const RankResources& res, int c) {
-  return static_cast<std::uint32_t*>(res.flags.get()) + c;
-}
-
-}  // namespace
 
 void enqueue_pcie_link(const CallSpec& call, RankResources& res) {
   const std::size_t bytes = call.piece_bytes();
@@ -36,7 +29,7 @@ void enqueue_pcie_link(const CallSpec& call, RankResources& res) {
       copy_rows(static_cast<char*>(call.gathered_chunk(c)) + offset, slot, bytes, call.row_bytes(),
                 rt::Copy::host_to_device, res.copy_in.get(),
                 "copy (pinned host to gathered piece)");
-      write_value32(res.copy_in.get(), flag(res, piece), call.epoch);
+      write_value32(res.copy_in.get(), res.flag(piece), call.epoch);
     }
     check(rt::event_record(res.arrived[static_cast<std::size_t>(c)]->get(), res.copy_in.get()),
           "event record (arrived)");
@@ -77,7 +70,7 @@ void enqueue_arrival_waits(const CallSpec& call, RankResources& res) {
     for (int j = 0; j < call.pieces; ++j) {
       const int piece = c * call.pieces + j;
       wait_value32_equal(s, res.clock->release_word(piece), call.epoch);
-      write_value32(s, flag(res, piece), call.epoch);
+      write_value32(s, res.flag(piece), call.epoch);
     }
     check(rt::event_record(res.arrived[static_cast<std::size_t>(c)]->get(), s),
           "event record (arrived)");

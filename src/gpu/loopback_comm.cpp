@@ -22,23 +22,28 @@
 namespace asynctp::gpu {
 
 LoopbackComm::LoopbackComm(LoopbackState& group, int rank, std::unique_ptr<RankBackend> backend)
-    : group_(group), rank_(rank), backend_(std::move(backend)), res_(group.config.world_size) {}
+    : group_(group), rank_(rank), res_(group.config.world_size) {
+  backend_ = std::move(backend);
+}
 
-CheckedCall LoopbackComm::check(const call::OpCall& call, const Options& options) const {
+CallSite LoopbackComm::site() const {
   CallSite site;
   site.world_size = group_.config.world_size;
   site.rank = rank_;
-  CheckedCall out = gpu::check_call(site, *backend_, call, options);
+  return site;
+}
+
+void LoopbackComm::check_own_rules(const call::OpCall& call, const CheckedCall& checked) const {
+  const bool pcie_peers = group_.config.link == loopback::Link::pcie && world_size() > 1;
   if (call.op == core::OpKind::matmul_reduce_scatter && group_.config.serialize_ranks &&
-      group_.config.link == loopback::Link::pcie && site.world_size > 1) {
+      pcie_peers) {
     throw Error(ErrorCode::unsupported,
                 "fused_matmul_reduce_scatter: LoopbackConfig::serialize_ranks with the pcie link "
                 "cannot run it: a rank's output needs its peers' partials from the same call, "
                 "and serialized ranks run after it; use Link::arrival, whose model places the "
                 "peers' partials before the timed span (bench/NOTES.md)");
   }
-  if (call.op == core::OpKind::matmul_reduce_scatter && out.capturing &&
-      group_.config.link == loopback::Link::pcie && site.world_size > 1) {
+  if (call.op == core::OpKind::matmul_reduce_scatter && checked.capturing && pcie_peers) {
     throw Error(ErrorCode::unsupported,
                 "options.stream: is capturing a graph, but fused_matmul_reduce_scatter over the "
                 "pcie link makes each rank's reduction wait on its peers' copies, and separate "
@@ -46,36 +51,20 @@ CheckedCall LoopbackComm::check(const call::OpCall& call, const Options& options
                 "hold a queue its peers' copies sit behind); capture with Link::arrival, whose "
                 "ranks never wait on each other");
   }
-  if (out.capturing && group_.config.serialize_ranks) {
+  if (checked.capturing && group_.config.serialize_ranks) {
     fail_argument("options.stream",
                   "is capturing a graph, but LoopbackConfig::serialize_ranks orders the "
                   "ranks' streams through each other, which separate captures cannot hold");
   }
-  return out;
 }
 
 CallSpec LoopbackComm::make_spec(const CheckedCall& checked, const call::OpCall& call,
                                  const Options& options) {
   const TensorView* a_gathered_out = call.a_gathered_out;
-  CallSpec spec;
-  spec.problem = checked.problem;
-  spec.plan = checked.plan;
+  CallSpec spec = call_spec(checked, call, options);
   spec.link = group_.config.link == loopback::Link::arrival ? Link::arrival : Link::pcie;
   spec.link_gbps = group_.config.link_gbps;
   for (const core::CallRecord& record : group_.records) spec.shards.push_back(record.shard.data);
-  spec.b = call.b;
-  spec.c_out = call.out;
-  spec.stream = static_cast<rt::StreamHandle>(options.stream);
-  spec.capturing = checked.capturing;
-  spec.timeout_ms = checked.resolved.wait_timeout_ms;
-  spec.arrival_order = arrival_order(spec.problem.world_size, rank_, options.hooks);
-  spec.dropped.assign(static_cast<std::size_t>(spec.problem.world_size), false);
-  for (int c : spec.arrival_order) {
-    spec.dropped[static_cast<std::size_t>(c)] = options.hooks.drop && options.hooks.drop(rank_, c);
-  }
-
-  spec.pieces = checked.pieces;
-  if (checked.kernel) spec.native_kernel = checked.kernel->name;
   const std::size_t gathered_bytes =
       spec.chunk_bytes() * static_cast<std::size_t>(spec.problem.world_size);
   if (checked.capturing) {

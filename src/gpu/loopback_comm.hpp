@@ -15,28 +15,29 @@
 
 namespace asynctp::gpu {
 
-class LoopbackComm final : public call::Transport {
+class LoopbackComm final : public GpuTransport {
  public:
   LoopbackComm(LoopbackState& group, int rank, std::unique_ptr<RankBackend> backend);
 
   int rank() const noexcept override { return rank_; }
   int world_size() const noexcept override { return group_.config.world_size; }
-  DeviceKind device_kind() const noexcept override { return backend_->device_kind(); }
   const char* backend_name() const noexcept override { return backend_->name(); }
 
-  call::CheckedCall check(const call::OpCall& call, const Options& options) const override;
   void agree(core::CallRecord& mine, std::exception_ptr& local_error,
              const call::CheckedCall& checked, const call::OpCall& call, const Options& options,
              std::int64_t timeout_ms) override;
   std::uint32_t execute(const call::OpCall& call, const call::CheckedCall& checked,
                         const Options& options) override;
-  bool synchronous() const noexcept override { return false; }
   void synchronize() override;
 
   // LoopbackGroup::last_call_ms.
   double last_call_ms() const;
 
  private:
+  CallSite site() const override;
+  // The loopback models' limits: what serialized ranks and the pcie link
+  // cannot run, and what a graph capture cannot hold.
+  void check_own_rules(const call::OpCall& call, const CheckedCall& checked) const override;
   CallSpec make_spec(const CheckedCall& checked, const call::OpCall& call, const Options& options);
   // fused_matmul_reduce_scatter's execute (gpu/reduce_scatter_enqueue.hpp).
   std::uint32_t execute_reduce_scatter(const call::OpCall& call, const CheckedCall& checked,
@@ -49,7 +50,6 @@ class LoopbackComm final : public call::Transport {
 
   LoopbackState& group_;
   const int rank_;
-  std::unique_ptr<RankBackend> backend_;
   RankResources res_;
   std::uint32_t epoch_ = 0;
   // The last call not yet synchronized, for synchronize()'s bound and message.

@@ -7,6 +7,7 @@
 // was built for (gpu/rank_backend.hpp).
 #include "asynctp/error.hpp"
 #include "asynctp/loopback.hpp"
+#include "core/lookup.hpp"
 #include "core/rank_threads.hpp"
 #include "gpu/check.hpp"
 #include "gpu/loopback_comm.hpp"
@@ -37,21 +38,15 @@ void check_config(const LoopbackConfig& config) {
   }
 }
 
+constexpr core::Entry<Link, const char*> kLinkNames[] = {{Link::pcie, "pcie"},
+                                                         {Link::arrival, "arrival"}};
+
 }  // namespace
 
-const char* to_string(Link link) noexcept {
-  switch (link) {
-    case Link::pcie:
-      return "pcie";
-    case Link::arrival:
-      return "arrival";
-  }
-  return "?";
-}
+const char* to_string(Link link) noexcept { return core::lookup(kLinkNames, link, "?"); }
 
 Link parse_link(const std::string& text, const std::string& what) {
-  if (text == "pcie") return Link::pcie;
-  if (text == "arrival") return Link::arrival;
+  if (const auto link = core::key_named(kLinkNames, text)) return *link;
   throw Error(ErrorCode::invalid_argument, what + ": must be pcie or arrival, got '" + text + "'");
 }
 
@@ -89,20 +84,12 @@ int LoopbackGroup::world_size() const noexcept { return state_->shared.config.wo
 const LoopbackConfig& LoopbackGroup::config() const noexcept { return state_->shared.config; }
 
 Comm& LoopbackGroup::comm(int rank) {
-  if (rank < 0 || rank >= world_size()) {
-    throw Error(
-        ErrorCode::invalid_argument,
-        "rank: must lie in [0, " + std::to_string(world_size()) + "), got " + std::to_string(rank));
-  }
+  core::check_rank_argument(rank, world_size());
   return *state_->comms[static_cast<std::size_t>(rank)];
 }
 
 double LoopbackGroup::last_call_ms(int rank) const {
-  if (rank < 0 || rank >= world_size()) {
-    throw Error(
-        ErrorCode::invalid_argument,
-        "rank: must lie in [0, " + std::to_string(world_size()) + "), got " + std::to_string(rank));
-  }
+  core::check_rank_argument(rank, world_size());
   return state_->comms[static_cast<std::size_t>(rank)]->last_call_ms();
 }
 

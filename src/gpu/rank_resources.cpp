@@ -35,4 +35,16 @@ RankResources::RankResources(int world_size)
   check(rt::device_memset(error_words.get(), 0, error_words.size()), "device memset (error words)");
 }
 
+void RankResources::wait_previous_call(rt::StreamHandle stream, bool capturing) {
+  if (!capturing && call_end_recorded) {
+    wait(stream, call_end.get(), "stream wait (this rank's previous call)");
+  }
+}
+
+void RankResources::record_call_end(rt::StreamHandle stream, bool capturing) {
+  if (capturing) return;
+  record(call_end.get(), stream, "event record (call end)");
+  call_end_recorded = true;
+}
+
 }  // namespace asynctp::gpu

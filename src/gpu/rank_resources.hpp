@@ -5,6 +5,7 @@
 // hipBLAS handles) is the rank's RankBackend's (gpu/rank_backend.hpp).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -49,6 +50,17 @@ struct RankResources {
   std::vector<std::unique_ptr<Event>> slot_ready;  // per slot (arrival model)
   Event reduced;
   std::unique_ptr<ArrivalClock> clock;
+
+  // Signal piece `piece`'s flag (chunk c's piece j is c * pieces + j).
+  std::uint32_t* flag(int piece) const {
+    return static_cast<std::uint32_t*>(flags.get()) + piece;
+  }
+  // A call's bounds on its stream: it starts after this rank's previous
+  // call (whose workspace, flags and clock it reuses) and records where it
+  // ends. Inside a capture stream order is the caller's, and waiting on an
+  // event recorded outside the capture is not allowed: both do nothing.
+  void wait_previous_call(rt::StreamHandle stream, bool capturing);
+  void record_call_end(rt::StreamHandle stream, bool capturing);
 };
 
 }  // namespace asynctp::gpu

@@ -6,38 +6,40 @@
 
 namespace asynctp::gpu {
 
-DeviceMemory::~DeviceMemory() {
-  if (ptr_) (void)rt::device_free(ptr_);
+namespace {
+
+rt::Status allocate(MemoryPlace place, void** p, std::size_t bytes) {
+  return place == MemoryPlace::device ? rt::device_malloc(p, bytes)
+                                      : rt::host_alloc_pinned(p, bytes);
 }
 
-void* DeviceMemory::ensure(std::size_t bytes, const char* what) {
+// Work still queued may use the block: either free waits for the device.
+rt::Status release(MemoryPlace place, void* p) {
+  return place == MemoryPlace::device ? rt::device_free(p) : rt::host_free(p);
+}
+
+}  // namespace
+
+template <MemoryPlace Place>
+GrowingMemory<Place>::~GrowingMemory() {
+  if (ptr_) (void)release(Place, ptr_);
+}
+
+template <MemoryPlace Place>
+void* GrowingMemory<Place>::ensure(std::size_t bytes, const char* what) {
   if (bytes <= bytes_) return ptr_;
   if (ptr_) {
-    // Work still queued may use the old block: freeing waits for the device.
-    check(rt::device_free(ptr_), what);
+    check(release(Place, ptr_), what);
     ptr_ = nullptr;
     bytes_ = 0;
   }
-  check(rt::device_malloc(&ptr_, bytes), what);
+  check(allocate(Place, &ptr_, bytes), what);
   bytes_ = bytes;
   return ptr_;
 }
 
-PinnedMemory::~PinnedMemory() {
-  if (ptr_) (void)rt::host_free(ptr_);
-}
-
-void* PinnedMemory::ensure(std::size_t bytes, const char* what) {
-  if (bytes <= bytes_) return ptr_;
-  if (ptr_) {
-    check(rt::host_free(ptr_), what);  // synchronizes with queued copies
-    ptr_ = nullptr;
-    bytes_ = 0;
-  }
-  check(rt::host_alloc_pinned(&ptr_, bytes), what);
-  bytes_ = bytes;
-  return ptr_;
-}
+template class GrowingMemory<MemoryPlace::device>;
+template class GrowingMemory<MemoryPlace::pinned_host>;
 
 MappedWords::MappedWords(std::size_t count, const char* what) : count_(count) {
   void* host = nullptr;
@@ -57,16 +59,16 @@ MappedWords::~MappedWords() {
   if (host_) (void)rt::host_free(host_);
 }
 
-Stream::Stream(const char* what) { check(rt::stream_create_non_blocking(&stream_), what); }
+Stream::Stream(const char* what) { check(rt::stream_create_non_blocking(&handle_), what); }
 
 Stream::~Stream() {
-  if (stream_) (void)rt::stream_destroy(stream_);
+  if (handle_) (void)rt::stream_destroy(handle_);
 }
 
-Event::Event(const char* what, bool timed) { check(rt::event_create(&event_, timed), what); }
+Event::Event(const char* what, bool timed) { check(rt::event_create(&handle_, timed), what); }
 
 Event::~Event() {
-  if (event_) (void)rt::event_destroy(event_);
+  if (handle_) (void)rt::event_destroy(handle_);
 }
 
 }  // namespace asynctp::gpu

@@ -10,15 +10,20 @@
 
 namespace asynctp::gpu {
 
-// Device memory that grows on demand (contents are not kept on growth).
-class DeviceMemory {
- public:
-  DeviceMemory() = default;
-  ~DeviceMemory();
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
+// Memory that grows on demand (contents are not kept on growth): on the
+// device, or pinned host memory, whose copies to and from the device run on
+// copy engines.
+enum class MemoryPlace { device, pinned_host };
 
-  // At least `bytes` (256-byte aligned, as the runtime's allocator gives).
+template <MemoryPlace Place>
+class GrowingMemory {
+ public:
+  GrowingMemory() = default;
+  ~GrowingMemory();
+  GrowingMemory(const GrowingMemory&) = delete;
+  GrowingMemory& operator=(const GrowingMemory&) = delete;
+
+  // At least `bytes` (256-byte aligned, as the runtime's allocators give).
   void* ensure(std::size_t bytes, const char* what);
   void* get() const noexcept { return ptr_; }
   std::size_t size() const noexcept { return bytes_; }
@@ -28,22 +33,10 @@ class DeviceMemory {
   std::size_t bytes_ = 0;
 };
 
-// Pinned host memory that grows on demand: copies to and from it run on
-// copy engines.
-class PinnedMemory {
- public:
-  PinnedMemory() = default;
-  ~PinnedMemory();
-  PinnedMemory(const PinnedMemory&) = delete;
-  PinnedMemory& operator=(const PinnedMemory&) = delete;
-
-  void* ensure(std::size_t bytes, const char* what);
-  void* get() const noexcept { return ptr_; }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-};
+using DeviceMemory = GrowingMemory<MemoryPlace::device>;
+using PinnedMemory = GrowingMemory<MemoryPlace::pinned_host>;
+extern template class GrowingMemory<MemoryPlace::device>;
+extern template class GrowingMemory<MemoryPlace::pinned_host>;
 
 // Zeroed 32-bit words in pinned host memory mapped into the device's address
 // space: both the host and the device (kernels, stream memory operations)
@@ -65,31 +58,34 @@ class MappedWords {
   std::size_t count_ = 0;
 };
 
+// What the owners of one runtime handle share (a stream, an event): not
+// copyable, the handle readable; each owner makes it and destroys it.
+template <typename Handle>
+class RuntimeHandle {
+ public:
+  RuntimeHandle() = default;
+  RuntimeHandle(const RuntimeHandle&) = delete;
+  RuntimeHandle& operator=(const RuntimeHandle&) = delete;
+  Handle get() const noexcept { return handle_; }
+
+ protected:
+  ~RuntimeHandle() = default;
+  Handle handle_ = nullptr;
+};
+
 // A non-blocking stream: no implicit ordering with the legacy default stream.
-class Stream {
+class Stream : public RuntimeHandle<rt::StreamHandle> {
  public:
   explicit Stream(const char* what);
   ~Stream();
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  rt::StreamHandle get() const noexcept { return stream_; }
-
- private:
-  rt::StreamHandle stream_ = nullptr;
 };
 
 // An event for ordering (timing disabled: cheaper to record and wait on).
-class Event {
+class Event : public RuntimeHandle<rt::EventHandle> {
  public:
   // Events only order streams unless `timed` (timing costs a little more).
   explicit Event(const char* what, bool timed = false);
   ~Event();
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  rt::EventHandle get() const noexcept { return event_; }
-
- private:
-  rt::EventHandle event_ = nullptr;
 };
 
 }  // namespace asynctp::gpu

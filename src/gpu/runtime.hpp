@@ -113,23 +113,23 @@ inline Status device_free(void* p) { return ASYNCTP_RT(Free)(p); }
 inline Status device_memset(void* p, int value, std::size_t bytes) {
   return ASYNCTP_RT(Memset)(p, value, bytes);
 }
+// Pinned host memory: the one allocator whose names differ beyond the prefix.
 #if defined(ASYNCTP_GPU_HIP)
-inline Status host_alloc_pinned(void** p, std::size_t bytes) {
-  return hipHostMalloc(p, bytes, hipHostMallocDefault);
-}
-inline Status host_alloc_mapped(void** p, std::size_t bytes) {
-  return hipHostMalloc(p, bytes, hipHostMallocMapped);
-}
-inline Status host_free(void* p) { return hipHostFree(p); }
+#define ASYNCTP_RT_HOST_ALLOC(flag) hipHostMalloc(p, bytes, hipHostMalloc##flag)
+#define ASYNCTP_RT_HOST_FREE hipHostFree
 #else
+#define ASYNCTP_RT_HOST_ALLOC(flag) cudaHostAlloc(p, bytes, cudaHostAlloc##flag)
+#define ASYNCTP_RT_HOST_FREE cudaFreeHost
+#endif
 inline Status host_alloc_pinned(void** p, std::size_t bytes) {
-  return cudaHostAlloc(p, bytes, cudaHostAllocDefault);
+  return ASYNCTP_RT_HOST_ALLOC(Default);
 }
 inline Status host_alloc_mapped(void** p, std::size_t bytes) {
-  return cudaHostAlloc(p, bytes, cudaHostAllocMapped);
+  return ASYNCTP_RT_HOST_ALLOC(Mapped);
 }
-inline Status host_free(void* p) { return cudaFreeHost(p); }
-#endif
+inline Status host_free(void* p) { return ASYNCTP_RT_HOST_FREE(p); }
+#undef ASYNCTP_RT_HOST_ALLOC
+#undef ASYNCTP_RT_HOST_FREE
 inline Status host_device_pointer(void** device, void* host) {
   return ASYNCTP_RT(HostGetDevicePointer)(device, host, 0);
 }

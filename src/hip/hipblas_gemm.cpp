@@ -2,6 +2,10 @@
 
 #include "asynctp/error.hpp"
 
+#if defined(ASYNCTP_HAVE_HIPBLAS)
+#include "core/lookup.hpp"
+#endif
+
 namespace asynctp::hip {
 
 std::string library_gemm_unavailable_reason() {
@@ -23,18 +27,6 @@ void check_hipblas(hipblasStatus_t status, const char* what) {
   }
 }
 
-hipblasDatatype_t data_type(DType dtype) {
-  switch (dtype) {
-    case DType::bf16:
-      return HIPBLAS_R_16B;
-    case DType::fp16:
-      return HIPBLAS_R_16F;
-    case DType::fp32:
-      return HIPBLAS_R_32F;
-  }
-  return HIPBLAS_R_32F;
-}
-
 }  // namespace
 
 HipblasGemm::~HipblasGemm() {
@@ -45,14 +37,14 @@ void HipblasGemm::run(hipStream_t stream, const void* a, std::int64_t rows, cons
                       void* c) {
   if (!handle_) check_hipblas(hipblasCreate(&handle_), "hipblasCreate");
   check_hipblas(hipblasSetStream(handle_, stream), "hipblasSetStream");
-  // Column-major library: C^T (n x rows) = B^T (n x k) @ A^T (k x rows).
-  const int n = static_cast<int>(b.cols), k = static_cast<int>(b.rows);
-  const bool b_row_major = b.is_row_major();
+  const gpu::ColumnMajorGemm g = gpu::column_major_gemm(rows, b);
+  constexpr core::Entry<DType, hipblasDatatype_t> kDataTypes[] = {
+      {DType::bf16, HIPBLAS_R_16B}, {DType::fp16, HIPBLAS_R_16F}, {DType::fp32, HIPBLAS_R_32F}};
   const float alpha = 1.0f, beta = 0.0f;
-  const hipblasDatatype_t type = data_type(b.dtype);
-  check_hipblas(hipblasGemmEx(handle_, b_row_major ? HIPBLAS_OP_N : HIPBLAS_OP_T, HIPBLAS_OP_N, n,
-                              static_cast<int>(rows), k, &alpha, b.data, type, b_row_major ? n : k,
-                              a, type, k, &beta, c, type, n, HIPBLAS_R_32F, HIPBLAS_GEMM_DEFAULT),
+  const hipblasDatatype_t type = core::lookup(kDataTypes, b.dtype, HIPBLAS_R_32F);
+  check_hipblas(hipblasGemmEx(handle_, g.transpose_b ? HIPBLAS_OP_T : HIPBLAS_OP_N, HIPBLAS_OP_N,
+                              g.n, g.rows, g.k, &alpha, b.data, type, g.ldb, a, type, g.k, &beta,
+                              c, type, g.n, HIPBLAS_R_32F, HIPBLAS_GEMM_DEFAULT),
                 "hipblasGemmEx");
 }
 #endif

@@ -23,19 +23,12 @@ std::string library_gemm_unavailable_reason();
 #if defined(ASYNCTP_HAVE_HIPBLAS)
 // Never compiled in CI. The row-major product as the column-major
 // C^T = B^T A^T, as the CUDA backend's cuBLAS GEMM does.
-class HipblasGemm final : public gpu::LibraryGemm {
+class HipblasGemm final : public gpu::HandleGemm<hipblasHandle_t> {
  public:
-  HipblasGemm() = default;
   ~HipblasGemm() override;
-  HipblasGemm(const HipblasGemm&) = delete;
-  HipblasGemm& operator=(const HipblasGemm&) = delete;
 
   void run(hipStream_t stream, const void* a, std::int64_t rows, const TensorView& b,
            void* c) override;
-  bool ready() const noexcept override { return handle_ != nullptr; }
-
- private:
-  hipblasHandle_t handle_ = nullptr;
 };
 #endif
 

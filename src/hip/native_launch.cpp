@@ -25,13 +25,7 @@ AsyncInputGemmArgs native_args(const gpu::CallSpec& call, const std::uint32_t* f
   args.b_row_stride = b_row_major ? call.problem.n : 1;
   args.b_col_stride = b_row_major ? 1 : call.problem.k;
   args.c = static_cast<std::uint16_t*>(call.c_out.data);
-  args.m_per_chunk = call.kernel_chunk_rows();
-  args.n = call.problem.n;
-  args.k = call.problem.k;
-  args.world_size = call.kernel_chunks();
-  args.pivot = call.kernel_pivot();
-  args.chunk_flags = flags;
-  args.epoch = call.epoch;
+  call.fill_kernel_chunks(args, flags);
   args.timeout_ticks = static_cast<std::uint64_t>(call.timeout_ms) * ticks_per_ms;
   args.error_words = error_words;
   return args;

@@ -1,4 +1,5 @@
-#include "asynctp/ops.hpp"
+// The op's verify problem: its tensors, references and checks. Its call and
+// plan are the op's entry points on a rank's tensors (src/api/ops.cpp).
 #include "asynctp/verify.hpp"
 
 namespace asynctp::verify {
@@ -23,18 +24,6 @@ std::uint64_t AllGatherMatmulProblem::host_bytes(const AllGatherMatmulShape& sha
   return host_bytes_of(shape, with_references,
                        shape.m * shape.k + shape.k * shape.n + rows * shape.n + rows * shape.k,
                        rows * shape.n, rows * shape.k + shape.k * shape.n);
-}
-
-RunInfo AllGatherMatmulProblem::call(Comm& comm, const RankTensors& on,
-                                     const Options& options) const {
-  return fused_all_gather_matmul(comm, on.inputs.at(0).view, on.inputs.at(1).view,
-                                 on.outputs.at(0).view, &on.outputs.at(1).view, options);
-}
-
-RunInfo AllGatherMatmulProblem::plan(const Comm& comm, const RankTensors& on,
-                                     const Options& options) const {
-  return plan_fused_all_gather_matmul(comm, on.inputs.at(0).view, on.inputs.at(1).view,
-                                      on.outputs.at(0).view, &on.outputs.at(1).view, options);
 }
 
 std::vector<TensorView> AllGatherMatmulProblem::gemm_a_blocks() const {

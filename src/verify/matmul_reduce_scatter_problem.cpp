@@ -1,4 +1,5 @@
-#include "asynctp/ops.hpp"
+// The op's verify problem: its tensors, references and checks. Its call and
+// plan are the op's entry points on a rank's tensors (src/api/ops.cpp).
 #include "asynctp/verify.hpp"
 
 namespace asynctp::verify {
@@ -21,18 +22,6 @@ std::uint64_t MatmulReduceScatterProblem::host_bytes(const MatmulReduceScatterSh
   return host_bytes_of(shape, with_references,
                        rows * shape.k + shape.k * shape.n + shape.m * shape.n, shape.m * shape.n,
                        shape.m * shape.k + shape.k * shape.n);
-}
-
-RunInfo MatmulReduceScatterProblem::call(Comm& comm, const RankTensors& on,
-                                         const Options& options) const {
-  return fused_matmul_reduce_scatter(comm, on.inputs.at(0).view, on.inputs.at(1).view,
-                                     on.outputs.at(0).view, options);
-}
-
-RunInfo MatmulReduceScatterProblem::plan(const Comm& comm, const RankTensors& on,
-                                         const Options& options) const {
-  return plan_fused_matmul_reduce_scatter(comm, on.inputs.at(0).view, on.inputs.at(1).view,
-                                          on.outputs.at(0).view, options);
 }
 
 // Rank 0's partial product, all M rows.

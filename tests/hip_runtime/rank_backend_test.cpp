@@ -29,7 +29,7 @@
 #include "asynctp/hip.hpp"
 #include "gpu/call_check.hpp"
 #include "gpu/call_spec.hpp"
-#include "gpu/gemm_paths.hpp"
+#include "gpu/rank_backend.hpp"
 #include "hip_runtime/amd_devices.hpp"
 
 namespace asynctp {

@@ -3,7 +3,7 @@
 // column-major), where the K-slices k_r may differ between ranks; outputs
 // (m x n) poisoned before every run; and the checks the project requires:
 // every element written, relative Frobenius error against the float64
-// reference within core::reduce_scatter_error_tolerance.
+// reference within verify::reduce_scatter_tolerance (asynctp/verify.hpp's check).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "asynctp/asynctp.hpp"
+#include "asynctp/verify.hpp"
 #include "core/reference.hpp"
 #include "support/host_tensor.hpp"
 
@@ -86,7 +87,7 @@ class ReduceScatterProblem {
   }
 
   void poison_outputs() {
-    for (int r = 0; r < shape_.world; ++r) asynctp::core::poison(out(r));
+    for (int r = 0; r < shape_.world; ++r) asynctp::verify::poison(out(r));
   }
 
   const std::vector<double>& reference(int r) {
@@ -97,22 +98,21 @@ class ReduceScatterProblem {
         as.push_back(a(s));
         bs.push_back(b(s));
       }
-      ref = asynctp::core::reference_matmul_reduce_scatter(as, bs, r);
+      ref = asynctp::verify::reference_matmul_reduce_scatter(as, bs, r);
     }
     return ref;
   }
 
   double tolerance() const {
-    return asynctp::core::reduce_scatter_error_tolerance(shape_.dtype, shape_.world);
+    return asynctp::verify::reduce_scatter_tolerance(shape_.dtype, shape_.world);
   }
 
   // gtest assertions on rank r's output of the last run.
   void expect_correct(int r) {
     SCOPED_TRACE("rank " + std::to_string(r) + " of " + shape_.to_string());
-    const auto cmp = asynctp::core::compare_to_reference(out(r), reference(r));
-    EXPECT_EQ(cmp.unwritten, 0) << "elements of out never written";
-    EXPECT_EQ(cmp.non_finite, 0);
-    EXPECT_LE(cmp.relative_frobenius_error, tolerance());
+    const asynctp::verify::Verdict verdict =
+        asynctp::verify::check_matmul_reduce_scatter(out(r), reference(r), shape_.world);
+    EXPECT_TRUE(verdict.ok) << verdict.failure;
   }
   void expect_all_correct() {
     for (int r = 0; r < shape_.world; ++r) expect_correct(r);

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "asynctp/error.hpp"
-#include "measure.hpp"
+#include "commands.hpp"
 
 #if defined(ASYNCTP_HAVE_CUDA_BACKEND) || defined(ASYNCTP_HAVE_HIP_BACKEND)
 #define ASYNCTP_CLI_GPU 1

@@ -4,7 +4,7 @@
 #include "asynctp/bench.hpp"
 #include "asynctp/error.hpp"
 #include "asynctp/verify.hpp"
-#include "measure.hpp"
+#include "commands.hpp"
 
 namespace asynctp::tool {
 namespace {

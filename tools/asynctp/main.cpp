@@ -1,15 +1,21 @@
 // asynctp: subcommand dispatch and the mapping of failures to exit statuses
 // (0 success, 1 library error, missing GPU or failed check, 2 bad usage), so
-// scripts can tell a typo from a wrong result.
+// scripts can tell a typo from a wrong result; then `asynctp run` (inputs,
+// planner, per algorithm one checked call and the timed calls, an optional
+// trace, the report) and the steps of a row that `run` and `bench` share.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "args.hpp"
+#include "asynctp/bench.hpp"
 #include "asynctp/error.hpp"
-#include "measure.hpp"
+#include "asynctp/ops.hpp"
+#include "commands.hpp"
 
 namespace {
 
@@ -74,3 +80,206 @@ int main(int argc, char** argv) {
   return usage_error("asynctp", "unknown command '" + command + "' (the commands are: run, bench)",
                      "asynctp --help");
 }
+
+namespace asynctp::tool {
+namespace {
+
+// One row of the table: an algorithm forced through Options, or (auto) left
+// to the library so that the row measures exactly what a default call runs.
+struct Plan {
+  std::optional<Algorithm> forced;
+  bool requested_alone = false;  // --algo names it: failing to run is an error
+};
+
+std::vector<Plan> plans_for(AlgoChoice choice) {
+  switch (choice) {
+    case AlgoChoice::all:
+      return {{Algorithm::native}, {Algorithm::pipelined}, {Algorithm::decomposed}};
+    case AlgoChoice::automatic:
+      return {{std::nullopt, true}, {Algorithm::decomposed}};
+    case AlgoChoice::native:
+      return {{Algorithm::native, true}, {Algorithm::decomposed}};
+    case AlgoChoice::pipelined:
+      return {{Algorithm::pipelined, true}, {Algorithm::decomposed}};
+    case AlgoChoice::decomposed:
+      return {{Algorithm::decomposed, true}};
+  }
+  return {};
+}
+
+// One traced call per algorithm, back to back, so the trace shows them in turn.
+void write_trace(const Args& args, Backend& backend, const std::vector<Plan>& plans,
+                 const std::vector<Row>& rows) {
+  Trace trace;
+  backend.run([&](Comm& comm) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (!rows[i].available) continue;
+      enqueue_call(backend, comm, options_for(args, plans[i].forced, &trace));
+      synchronize(comm);
+    }
+  });
+  trace.write_chrome_json(*args.trace_path);
+}
+
+}  // namespace
+
+int run_command(Args args, const std::string& command_line) {
+  adopt_launcher(args);
+  settle_seed_and_memory(args);
+  Progress progress;
+  std::unique_ptr<Backend> backend = make_backend(args);
+  const std::unique_ptr<Problem> problem = make_problem(args, progress);
+  progress.set("[setup] placing the inputs on the " + backend->info.name + " backend");
+  backend->place(*problem);
+  Report report;
+  report.args = args;
+  report.command_line = command_line;
+  report.backend = backend->info;
+  if (backend->info.name != "cpu") report.link = gpu_link_for(args);
+
+  // What a call with default options would run (ASYNCTP_ALGO or the planner).
+  // If ASYNCTP_ALGO forces something this problem cannot run, the forced rows
+  // are still worth measuring; only --algo auto depends on that call.
+  std::optional<RunInfo> planner;
+  try {
+    planner = plan_call(*backend, options_for(args, std::nullopt));
+    report.planner_algorithm = planner->algorithm;
+    report.planner_reason = planner->reason;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::unsupported || args.algo == AlgoChoice::automatic) throw;
+    report.planner_reason = e.detail();
+  }
+
+  std::vector<Plan> plans = plans_for(args.algo);
+  // With --algo auto the planner may pick the baseline itself: one row then.
+  if (args.algo == AlgoChoice::automatic && planner->algorithm == Algorithm::decomposed) {
+    plans.pop_back();
+  }
+  for (const Plan& plan : plans) {
+    Row& row = report.rows.emplace_back();
+    row.algorithm = plan.forced.value_or(planner ? planner->algorithm : Algorithm::automatic);
+    row.label = plan.forced ? to_string(*row.algorithm)
+                            : std::string("auto -> ") + to_string(*row.algorithm);
+    row.planner_choice = !plan.forced || (planner && args.algo != AlgoChoice::automatic &&
+                                          *plan.forced == planner->algorithm);
+    plan_row(row, *backend, options_for(args, plan.forced), plan.requested_alone);
+  }
+  require_a_runnable_row(report.rows, args, *backend);
+
+  compute_references(*problem, args, progress, [&](int r) { return backend->holds(r); });
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    Row& row = report.rows[i];
+    if (!row.available) continue;
+    const Options options = options_for(args, plans[i].forced);
+    const std::string label = std::string("[") + to_string(*row.algorithm) + "] ";
+    if (args.check) check_row(row, *backend, options, progress, label);
+    const RunInfo ran = time_row(row, *backend, options, args.warmup, args.iters, progress, label);
+    if (!plans[i].forced) {  // name what rank 0's calls ran
+      row.algorithm = ran.algorithm;
+      row.label = std::string("auto -> ") + to_string(ran.algorithm);
+    }
+  }
+
+  if (args.trace_path) {
+    progress.set("[trace] one traced call per algorithm");
+    write_trace(args, *backend, plans, report.rows);
+    report.trace_written = args.trace_path;
+  }
+  progress.finish();
+  return print_report(report, backend->holds(0));
+}
+
+// ---- The steps of a row, `run`'s and `bench`'s.
+
+RunInfo enqueue_call(Backend& backend, Comm& comm, Options options) {
+  options.stream = backend.stream(comm.rank());
+  return backend.problem().call(comm, backend.views(comm.rank()), options);
+}
+
+Options options_for(const Args& args, std::optional<Algorithm> algorithm, Trace* trace) {
+  Options options;
+  options.algorithm = algorithm;
+  options.wait_timeout_ms = args.timeout_ms;
+  options.trace = trace;
+  return options;
+}
+
+RunInfo plan_call(Backend& backend, const Options& options) {
+  int rank = 0;
+  while (!backend.holds(rank)) ++rank;
+  return backend.problem().plan(backend.comm(rank), backend.views(rank), options);
+}
+
+void plan_row(Row& row, Backend& backend, const Options& options, bool must_run) {
+  try {
+    const RunInfo info = plan_call(backend, options);
+    row.tile_m = info.tile_m;
+    row.tile_n = info.tile_n;
+    row.reason = info.reason;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::unsupported || must_run) throw;
+    row.available = false;
+    row.reason = e.detail();  // what() leads with "asynctp <code>: ", noise in a cell
+  }
+}
+
+void require_a_runnable_row(std::span<const Row> rows, const Args& args, const Backend& backend) {
+  if (std::any_of(rows.begin(), rows.end(), [](const Row& row) { return row.available; })) return;
+  throw Error(ErrorCode::unsupported,
+              std::string("--op ") + to_string(args.op) + ": the " + backend.info.name +
+                  " backend runs no algorithm of it: " + (rows.empty() ? "" : rows.back().reason));
+}
+
+void check_row(Row& row, Backend& backend, const Options& options, Progress& progress,
+               const std::string& label) {
+  progress.set(label + "checked call, compared with the float64 reference");
+  backend.poison_outputs();
+  backend.run([&](Comm& comm) {
+    enqueue_call(backend, comm, options);
+    synchronize(comm);
+  });
+  backend.fetch_outputs();
+  row.check = verify::summarize(backend.problem().check());
+}
+
+RunInfo time_row(Row& row, Backend& backend, const Options& options, int warmup, int iters,
+                 Progress& progress, const std::string& label) {
+  RunInfo rank0;
+  const std::vector<double> ms = backend.time_calls(
+      warmup + iters,
+      [&](Comm& comm, int) {
+        const RunInfo info = enqueue_call(backend, comm, options);
+        if (comm.rank() == 0) rank0 = info;
+      },
+      [&](int i, std::optional<double> last_ms) {
+        std::string status = label;
+        status += i < warmup
+                      ? "warmup " + std::to_string(i + 1) + "/" + std::to_string(warmup)
+                      : "iteration " + std::to_string(i - warmup + 1) + "/" + std::to_string(iters);
+        if (last_ms) {
+          char last[48];
+          std::snprintf(last, sizeof last, ", last %.1f ms", *last_ms);
+          status += last;
+        }
+        progress.set(status);
+      });
+  row.iteration_ms.insert(row.iteration_ms.end(), ms.begin() + warmup, ms.end());
+  row.median_ms = bench::median(row.iteration_ms);
+  return rank0;
+}
+
+int print_report(const Report& report, bool reports) {
+  if (reports) {
+    const bool json = report.args.json;
+    std::fputs((json ? format_json(report) : format_table(report)).c_str(), stdout);
+    std::fflush(stdout);
+    if (json && report.trace_written) {  // the table says it in its footer
+      std::fprintf(stderr,
+                   "# trace written to %s (open in https://ui.perfetto.dev or chrome://tracing)\n",
+                   report.trace_written->c_str());
+    }
+  }
+  return report.checks_ok() ? 0 : 1;
+}
+
+}  // namespace asynctp::tool

@@ -2,7 +2,7 @@
 
 #include "cuda/nccl/nccl_check.hpp"
 #include "gpu/check.hpp"
-#include "gpu/gemm_paths.hpp"
+#include "gpu/enqueue_call.hpp"
 #include "gpu/stream_memops.hpp"
 
 namespace asynctp::nccl {
@@ -11,10 +11,6 @@ namespace {
 namespace rt = gpu::rt;
 using gpu::record;
 using gpu::wait;
-
-std::uint32_t* flag(const gpu::RankResources& res, int piece) {
-  return static_cast<std::uint32_t*>(res.flags.get()) + piece;
-}
 
 void barrier(const NcclCallContext& context, rt::StreamHandle stream) {
   gpu::check(enqueue_barrier(context.barrier, stream), "cross-rank barrier kernel launch");
@@ -38,7 +34,7 @@ void pull_peer_chunks(const gpu::CallSpec& call, const NcclCallContext& context,
       gpu::check(rt::memcpy_async(static_cast<char*>(call.gathered_chunk(c)) + offset,
                                   source + offset, bytes, rt::Copy::any, s),
                  "copy (peer workspace chunk piece to gathered)");
-      gpu::write_value32(s, flag(res, c * call.pieces + j), call.epoch);
+      gpu::write_value32(s, res.flag(c * call.pieces + j), call.epoch);
     }
     record(res.arrived[static_cast<std::size_t>(c)]->get(), s, "event record (arrived)");
   }
@@ -53,11 +49,8 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
   const int rank = call.problem.rank;
   const std::size_t chunk = call.chunk_bytes();
 
-  // The workspace and flags are shared by this rank's calls: a call on
-  // another stream must not start while the previous one runs.
-  if (!call.capturing && res.call_end_recorded) {
-    wait(s, res.call_end.get(), "stream wait (this rank's previous call)");
-  }
+  // A call on another stream must not start while the previous one runs.
+  res.wait_previous_call(s, call.capturing);
 
   if (call.plan.algorithm == Algorithm::decomposed || call.plan.algorithm == Algorithm::automatic) {
     check_nccl(ncclAllGather(context.a_shard, call.gathered,
@@ -75,7 +68,7 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
                                 rt::Copy::device_to_device, s),
                "copy (local shard to workspace)");
     for (int j = 0; j < call.pieces; ++j) {
-      gpu::write_value32(s, flag(res, rank * call.pieces + j), call.epoch);
+      gpu::write_value32(s, res.flag(rank * call.pieces + j), call.epoch);
     }
     barrier(context, s);  // every rank's own chunk is in its workspace
 
@@ -96,10 +89,7 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
                                 rt::Copy::device_to_device, s),
                "copy (workspace to a_gathered_out)");
   }
-  if (!call.capturing) {
-    record(res.call_end.get(), s, "event record (call end)");
-    res.call_end_recorded = true;
-  }
+  res.record_call_end(s, call.capturing);
 }
 
 }  // namespace asynctp::nccl

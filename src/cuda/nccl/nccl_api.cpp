@@ -257,18 +257,12 @@ LocalGroup::~LocalGroup() {
 int LocalGroup::world_size() const noexcept { return static_cast<int>(state_->comms.size()); }
 
 Comm& LocalGroup::comm(int rank) {
-  if (rank < 0 || rank >= world_size()) {
-    fail("rank",
-         "must lie in [0, " + std::to_string(world_size()) + "), got " + std::to_string(rank));
-  }
+  core::check_rank_argument(rank, world_size());
   return *state_->comms[static_cast<std::size_t>(rank)];
 }
 
 int LocalGroup::device(int rank) const {
-  if (rank < 0 || rank >= world_size()) {
-    fail("rank",
-         "must lie in [0, " + std::to_string(world_size()) + "), got " + std::to_string(rank));
-  }
+  core::check_rank_argument(rank, world_size());
   return state_->devices[static_cast<std::size_t>(rank)];
 }
 

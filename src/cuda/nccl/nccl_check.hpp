@@ -4,6 +4,7 @@
 #include <nccl.h>
 
 #include "asynctp/tensor.hpp"
+#include "core/lookup.hpp"
 
 namespace asynctp::nccl {
 
@@ -13,15 +14,9 @@ void check_nccl(ncclResult_t status, const char* what, ncclComm_t comm = nullptr
 
 // NCCL's name for a tensor dtype.
 inline ncclDataType_t nccl_type(DType dtype) {
-  switch (dtype) {
-    case DType::bf16:
-      return ncclBfloat16;
-    case DType::fp16:
-      return ncclFloat16;
-    case DType::fp32:
-      break;
-  }
-  return ncclFloat32;
+  constexpr core::Entry<DType, ncclDataType_t> kTypes[] = {
+      {DType::bf16, ncclBfloat16}, {DType::fp16, ncclFloat16}, {DType::fp32, ncclFloat32}};
+  return core::lookup(kTypes, dtype, ncclFloat32);
 }
 
 }  // namespace asynctp::nccl

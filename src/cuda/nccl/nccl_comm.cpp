@@ -133,13 +133,13 @@ void NcclComm::check_usable() const {
   }
 }
 
-call::CheckedCall NcclComm::check(const call::OpCall& call, const Options& options) const {
+gpu::CallSite NcclComm::site() const {
   gpu::CallSite site;
   site.world_size = world_;
   site.rank = rank_;
   site.no_peer_access = no_peer_access_;
   site.native_blocked = peer_copy_blocker_;
-  return gpu::check_call(site, *backend_, call, options);
+  return site;
 }
 
 void NcclComm::probe_peer_copies(std::int64_t timeout_ms) {
@@ -356,21 +356,7 @@ std::uint32_t NcclComm::execute(const call::OpCall& call, const call::CheckedCal
   const std::int64_t timeout_ms = checked.resolved.wait_timeout_ms;
   const TensorView* a_gathered_out = call.a_gathered_out;
 
-  gpu::CallSpec spec;
-  spec.problem = checked.problem;
-  spec.plan = checked.plan;
-  spec.b = call.b;
-  spec.c_out = call.out;
-  spec.stream = stream;
-  spec.capturing = checked.capturing;
-  spec.timeout_ms = timeout_ms;
-  spec.arrival_order = gpu::arrival_order(world_, rank_, options.hooks);
-  spec.dropped.assign(static_cast<std::size_t>(world_), false);
-  for (int c : spec.arrival_order) {
-    spec.dropped[static_cast<std::size_t>(c)] = options.hooks.drop && options.hooks.drop(rank_, c);
-  }
-  spec.pieces = checked.pieces;
-  if (checked.kernel) spec.native_kernel = checked.kernel->name;
+  gpu::CallSpec spec = gpu::call_spec(checked, call, options);
   const std::size_t gathered_bytes = spec.chunk_bytes() * static_cast<std::size_t>(world_);
   if (!pulls_from_peers(spec.plan.algorithm)) {
     if (a_gathered_out) {
@@ -485,11 +471,13 @@ std::uint32_t NcclComm::execute_reduce_scatter(const call::OpCall& call,
                        "uncaptured first");
   }
   rs.partial = res_->partial.ensure(bytes, "device allocation (reduce-scatter partial)");
-  if (checked.plan.algorithm == Algorithm::pipelined) {
+  if (checked.plan.algorithm != Algorithm::decomposed) {
     prepare_workspace(reduce_scatter_slot_bytes(rs.problem), rs.stream, timeout_ms,
                       checked.capturing);
   }
+  if (checked.kernel) rs.native_kernel = checked.kernel->name;
   epoch_ = core::next_epoch(epoch_);
+  rs.epoch = epoch_;
   try {
     enqueue_nccl_reduce_scatter(rs, call_context(timeout_ms), *res_);
   } catch (const Error& e) {

@@ -31,7 +31,7 @@
 
 namespace asynctp::nccl {
 
-class NcclComm final : public call::Transport {
+class NcclComm final : public gpu::GpuTransport {
  public:
   // Collective: every rank of `comm` constructs its NcclComm at the same
   // time (the peer-access probe is collective). With owns_comm the destructor
@@ -43,17 +43,14 @@ class NcclComm final : public call::Transport {
 
   int rank() const noexcept override { return rank_; }
   int world_size() const noexcept override { return world_; }
-  DeviceKind device_kind() const noexcept override { return backend_->device_kind(); }
   const char* backend_name() const noexcept override;
 
   void check_usable() const override;
-  call::CheckedCall check(const call::OpCall& call, const Options& options) const override;
   void agree(core::CallRecord& mine, std::exception_ptr& local_error,
              const call::CheckedCall& checked, const call::OpCall& call, const Options& options,
              std::int64_t timeout_ms) override;
   std::uint32_t execute(const call::OpCall& call, const call::CheckedCall& checked,
                         const Options& options) override;
-  bool synchronous() const noexcept override { return false; }
   void synchronize() override;
 
   int device() const noexcept { return backend_->device(); }
@@ -61,6 +58,9 @@ class NcclComm final : public call::Transport {
   const std::string& no_peer_access() const noexcept { return no_peer_access_; }
 
  private:
+  // Where the peers cannot be pulled, or their pulls need the SMs native
+  // holds, the site says so: the planner then picks what can run.
+  gpu::CallSite site() const override;
   // Every rank's record, through a bounded all-gather on `stream`.
   std::vector<core::CallRecord> exchange(const core::CallRecord& mine, gpu::rt::StreamHandle stream,
                                          std::int64_t timeout_ms, const std::string& what);
@@ -94,7 +94,6 @@ class NcclComm final : public call::Transport {
   bool owns_comm_;
   bool aborted_ = false;
   int rank_ = 0, world_ = 1;
-  std::unique_ptr<gpu::RankBackend> backend_;
   std::string no_peer_access_;
   std::string peer_copy_blocker_;  // why native must not run here ("" when it may)
   std::unique_ptr<gpu::RankResources> res_;

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/lookup.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/nccl/full_grid_wait.hpp"
 #include "gpu/stream_memops.hpp"
@@ -17,27 +18,19 @@
 namespace asynctp::nccl {
 
 const char* to_string(CopyMethod method) noexcept {
-  switch (method) {
-    case CopyMethod::memcpy_async:
-      return "cudaMemcpyAsync(cudaMemcpyDefault)";
-    case CopyMethod::memcpy_batch_prefer_overlap:
-      return "cudaMemcpyBatchAsync(PreferOverlapWithCompute)";
-  }
-  return "?";
+  constexpr core::Entry<CopyMethod, const char*> kNames[] = {
+      {CopyMethod::memcpy_async, "cudaMemcpyAsync(cudaMemcpyDefault)"},
+      {CopyMethod::memcpy_batch_prefer_overlap, "cudaMemcpyBatchAsync(PreferOverlapWithCompute)"}};
+  return core::lookup(kNames, method, "?");
 }
 
 const char* to_string(CopyVerdict verdict) noexcept {
-  switch (verdict) {
-    case CopyVerdict::copy_engines:
-      return "copy engines";
-    case CopyVerdict::needs_sms:
-      return "needs SMs";
-    case CopyVerdict::inconclusive:
-      return "inconclusive";
-    case CopyVerdict::failed:
-      return "failed";
-  }
-  return "?";
+  constexpr core::Entry<CopyVerdict, const char*> kNames[] = {
+      {CopyVerdict::copy_engines, "copy engines"},
+      {CopyVerdict::needs_sms, "needs SMs"},
+      {CopyVerdict::inconclusive, "inconclusive"},
+      {CopyVerdict::failed, "failed"}};
+  return core::lookup(kNames, verdict, "?");
 }
 
 bool peer_copies_need_sms(const PeerCopyProbe& probe) noexcept {

@@ -1,6 +1,6 @@
-// The steps `run` and `bench` share, written once against the Backend
-// interface and for any op: the problem, a row's plan, checked call and
-// timed calls, the printed report; and the two subcommands themselves.
+// The two subcommands and the steps they share, written once against the
+// Backend interface and for any op: the problem (problem_setup.cpp), a row's
+// plan, checked call and timed calls, the printed report (main.cpp).
 #pragma once
 
 #include <span>
