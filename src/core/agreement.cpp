@@ -209,13 +209,13 @@ void record_local_failure(CallRecord& mine, std::exception_ptr& local_error,
   mine.error = error;
 }
 
-void publish_and_agree(BoundedBarrier& barrier, std::vector<CallRecord>& records, CallRecord& mine,
+void publish_and_agree(Barrier& barrier, std::vector<CallRecord>& records, CallRecord& mine,
                        int rank, std::int64_t timeout_ms, const std::exception_ptr& local_error) {
   records[static_cast<std::size_t>(rank)] = mine;
   mine.plan = agree_or_throw(barrier, records, rank, timeout_ms, local_error);
 }
 
-Plan agree_or_throw(BoundedBarrier& barrier, const std::vector<CallRecord>& records, int rank,
+Plan agree_or_throw(Barrier& barrier, const std::vector<CallRecord>& records, int rank,
                     std::int64_t timeout_ms, const std::exception_ptr& local_error) {
   barrier.arrive_and_wait(rank, "arguments", timeout_ms);
   const std::string disagreement = find_disagreement(records);

@@ -71,12 +71,12 @@ void record_local_failure(CallRecord& mine, std::exception_ptr& local_error,
 // (`local_error`) if it had one, else Error(mismatch) naming the first
 // disagreement. Otherwise return the plan this rank runs (agreed_plan),
 // logged (ASYNCTP_DEBUG=INFO).
-Plan agree_or_throw(BoundedBarrier& barrier, const std::vector<CallRecord>& records, int rank,
+Plan agree_or_throw(Barrier& barrier, const std::vector<CallRecord>& records, int rank,
                     std::int64_t timeout_ms, const std::exception_ptr& local_error);
 
 // Publishes `mine` as records[rank], then agree_or_throw; on return
 // mine.plan is the plan the group agreed on for this rank.
-void publish_and_agree(BoundedBarrier& barrier, std::vector<CallRecord>& records, CallRecord& mine,
+void publish_and_agree(Barrier& barrier, std::vector<CallRecord>& records, CallRecord& mine,
                        int rank, std::int64_t timeout_ms, const std::exception_ptr& local_error);
 
 }  // namespace asynctp::core

@@ -1,11 +1,11 @@
-// The agreement records a peer process sends through NCCL's all-gather
-// (src/cuda/nccl/agreement_wire): any 512-byte block must decode to a record
-// within the decoder's bounds or an asynctp::Error, re-encode to the same
-// record, and a set of decoded records must reach a verdict
-// (core::find_disagreement) and, where they agree, the same agreed plan on
-// every rank (core::agreed_plan: an algorithm every rank said it can run),
-// without a crash or an overflow, whatever numbers they carry. The input is
-// cut into up to eight blocks (the last one zero-padded).
+// The agreement records a peer process sends (through NCCL's all-gather or
+// a shared-memory slot; src/core/agreement_wire): any 512-byte block must
+// decode to a record within the decoder's bounds or an asynctp::Error,
+// re-encode to the same record, and a set of decoded records must reach a
+// verdict (core::find_disagreement) and, where they agree, the same agreed
+// plan on every rank (core::agreed_plan: an algorithm every rank said it can
+// run), without a crash or an overflow, whatever numbers they carry. The
+// input is cut into up to eight blocks (the last one zero-padded).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -16,11 +16,11 @@
 
 #include "asynctp/error.hpp"
 #include "core/agreement.hpp"
+#include "core/agreement_wire.hpp"
 #include "core/validate.hpp"
-#include "cuda/nccl/agreement_wire.hpp"
 
-using asynctp::nccl::kWireRecordBytes;
-using asynctp::nccl::WireRecord;
+using asynctp::core::kWireRecordBytes;
+using asynctp::core::WireRecord;
 
 namespace {
 
@@ -38,7 +38,7 @@ bool same(const asynctp::core::CallRecord& x, const asynctp::core::CallRecord& y
 // What the decoder promises of every record it returns.
 bool within_bounds(const asynctp::core::CallRecord& r) {
   const std::int64_t max_dim = asynctp::core::kMaxElementsPerTensor;
-  return r.world_size >= 1 && r.world_size <= asynctp::nccl::kMaxWireWorldSize &&
+  return r.world_size >= 1 && r.world_size <= asynctp::core::kMaxWireWorldSize &&
          r.problem.rank >= 0 && r.problem.rank < r.world_size && r.problem.m >= 0 &&
          r.problem.m <= max_dim && r.problem.n >= 0 && r.problem.n <= max_dim && r.problem.k >= 0 &&
          r.problem.k <= max_dim && r.plan.tile_m >= 0 && r.plan.tile_m <= max_dim &&
@@ -55,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     WireRecord wire{};
     std::memcpy(wire.data(), data + offset, std::min(kWireRecordBytes, size - offset));
     try {
-      records.push_back(asynctp::nccl::decode(wire));
+      records.push_back(asynctp::core::decode(wire));
     } catch (const asynctp::Error& e) {
       if (e.code() != asynctp::ErrorCode::backend) std::abort();
       return 0;
@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // A text that fills its field ends in "..." once re-encoded.
     const std::string& text = records.back().ok ? records.back().plan.reason : records.back().error;
     if (text.size() < 255 &&
-        !same(asynctp::nccl::decode(asynctp::nccl::encode(records.back())), records.back())) {
+        !same(asynctp::core::decode(asynctp::core::encode(records.back())), records.back())) {
       std::abort();
     }
   }

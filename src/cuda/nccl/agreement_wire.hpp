@@ -1,32 +1,15 @@
-// The agreement step across processes: a rank's call record (core/agreement)
-// as a fixed-size block of bytes that an NCCL all-gather can carry, and back.
-// Pure, so the encoding is tested without a GPU.
+// The NCCL transport's agreement records are the core encoding shared with
+// the CPU process transport (core/agreement_wire.hpp).
 #pragma once
 
-#include <array>
-#include <cstddef>
-#include <cstdint>
-
-#include "core/agreement.hpp"
+#include "core/agreement_wire.hpp"
 
 namespace asynctp::nccl {
 
-inline constexpr std::size_t kWireRecordBytes = 512;
-using WireRecord = std::array<unsigned char, kWireRecordBytes>;
-
-// The most ranks a record may name (a communicator of more is refused).
-inline constexpr std::int64_t kMaxWireWorldSize = std::int64_t{1} << 20;
-
-// Carries ok, world size, the problem (op, m, n, k, dtype, B layout,
-// gathered output), the plan (algorithm, tiles, the algorithms the rank
-// could run), whether the workspace must grow and up to 255 bytes of text:
-// the error of a failed record, the planner's reason of a good one (longer
-// texts are cut, ending in "...").
-WireRecord encode(const core::CallRecord& record);
-// Throws Error(backend) naming the field on a block that is not a record of
-// this version, or whose fields are outside what any record holds (each
-// dimension within 32-bit tensors, enums within their values, flags 0 or 1,
-// rank below world size, the text ended and zero-padded).
-core::CallRecord decode(const WireRecord& wire);
+using core::decode;
+using core::encode;
+using core::kMaxWireWorldSize;
+using core::kWireRecordBytes;
+using core::WireRecord;
 
 }  // namespace asynctp::nccl

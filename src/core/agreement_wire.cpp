@@ -1,4 +1,4 @@
-#include "cuda/nccl/agreement_wire.hpp"
+#include "core/agreement_wire.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include "asynctp/error.hpp"
 #include "core/validate.hpp"
 
-namespace asynctp::nccl {
+namespace asynctp::core {
 namespace {
 
 constexpr std::int64_t kMagic = 0x61747033;  // "atp3": format version 3
@@ -73,7 +73,7 @@ constexpr Bound kBounds[kFields] = {
 
 }  // namespace
 
-WireRecord encode(const core::CallRecord& record) {
+WireRecord encode(const CallRecord& record) {
   std::int64_t fields[kFields] = {};
   fields[magic] = kMagic;
   fields[ok] = record.ok ? 1 : 0;
@@ -99,7 +99,7 @@ WireRecord encode(const core::CallRecord& record) {
   return wire;
 }
 
-core::CallRecord decode(const WireRecord& wire) {
+CallRecord decode(const WireRecord& wire) {
   std::int64_t fields[kFields];
   std::memcpy(fields, wire.data(), sizeof fields);
   if (fields[magic] != kMagic) refuse("not a record of format version 3");
@@ -127,7 +127,7 @@ core::CallRecord decode(const WireRecord& wire) {
     if (text[i] != '\0') refuse("bytes after the end of its text");
   }
 
-  core::CallRecord record;
+  CallRecord record;
   record.ok = fields[ok] != 0;
   record.world_size = static_cast<int>(fields[world_size]);
   record.problem.world_size = record.world_size;
@@ -136,7 +136,7 @@ core::CallRecord decode(const WireRecord& wire) {
   record.problem.n = fields[n];
   record.problem.k = fields[k];
   record.problem.dtype = static_cast<DType>(fields[dtype]);
-  record.problem.b_layout = static_cast<core::Layout>(fields[b_layout]);
+  record.problem.b_layout = static_cast<Layout>(fields[b_layout]);
   record.problem.gathered_out = fields[gathered_out] != 0;
   record.plan.algorithm = static_cast<Algorithm>(fields[algorithm]);
   record.plan.tile_m = fields[tile_m];
@@ -148,4 +148,4 @@ core::CallRecord decode(const WireRecord& wire) {
   return record;
 }
 
-}  // namespace asynctp::nccl
+}  // namespace asynctp::core
