@@ -31,6 +31,32 @@ void trace_call(const Transport& transport, const OpCall& call, const CheckedCal
   }
 }
 
+// This rank's half of the call redone for the algorithm the group agreed on,
+// when the ranks' planners chose differently: the transport's own check
+// again, with that algorithm forced, so that everything it derives from the
+// algorithm (the kernel, signal pieces, its own rules) follows. The
+// algorithm is one this rank's record said it can run, so the check passes.
+CheckedCall adopt_group_plan(const Transport& transport, const OpCall& call, const Options& options,
+                             const CheckedCall& own, const core::Plan& agreed) {
+  Options forced = options;
+  forced.algorithm = agreed.algorithm;
+  CheckedCall adopted;
+  try {
+    adopted = transport.check(call, forced);
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string("rank ") + std::to_string(transport.rank()) +
+                              ": the algorithm the ranks agreed on (" +
+                              to_string(agreed.algorithm) +
+                              ") failed this rank's check, which its record said it would "
+                              "pass: " +
+                              e.what());
+  }
+  adopted.resolved = own.resolved;
+  adopted.plan.reason = agreed.reason;
+  adopted.plan.runnable = agreed.runnable;
+  return adopted;
+}
+
 }  // namespace
 
 RunInfo run_collective(Transport& transport, const OpCall& call, const Options& options) {
@@ -56,9 +82,14 @@ RunInfo run_collective(Transport& transport, const OpCall& call, const Options& 
   const std::int64_t timeout_ms =
       mine.ok ? checked.resolved.wait_timeout_ms : core::kDefaultWaitTimeoutMs;
 
-  // 2. Agree: every rank reads the same records and reaches the same verdict.
+  // 2. Agree: every rank reads the same records and reaches the same verdict,
+  //    and the same algorithm: where the planners chose differently (each
+  //    plans from its own problem), mine.plan is now the group's.
   transport.agree(mine, local_error, checked, call, options, timeout_ms);
   if (local_error) std::rethrow_exception(local_error);
+  if (mine.plan.algorithm != checked.plan.algorithm) {
+    checked = adopt_group_plan(transport, call, options, checked, mine.plan);
+  }
 
   // 3. Run or enqueue the op's schedule on this transport.
   const std::uint32_t epoch = transport.execute(call, checked, options);

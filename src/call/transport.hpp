@@ -34,6 +34,9 @@ class Transport : public Comm {
   // local check failed) and reads every rank's, bounded by `timeout_ms`. On
   // any disagreement or failed record every rank throws: its own
   // `local_error` first, else Error(mismatch) naming the disagreement.
+  // Otherwise it sets mine.plan to the plan the group agreed on for this
+  // rank (core::agreed_plan: its own, or the algorithm every rank can run
+  // where the ranks' planners chose differently).
   // `checked` is valid only when mine.ok. Local work that must precede the
   // publication (e.g. recording that the shard is ready) may fail: it then
   // sets `local_error` and publishes the record as failed, so that the peers

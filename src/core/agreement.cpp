@@ -1,5 +1,6 @@
 #include "core/agreement.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,93 @@ std::string rows_of(const ProblemDesc& p) {
   return std::to_string(rows);
 }
 
+// How much of the GEMM an algorithm overlaps with the communication; the
+// group never runs more than the least any rank's planner chose. A record
+// that names no algorithm (auto) ranks below them all.
+int ambition(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::native:
+      return 2;
+    case Algorithm::pipelined:
+      return 1;
+    case Algorithm::decomposed:
+      return 0;
+    case Algorithm::automatic:
+      break;
+  }
+  return -1;
+}
+
+bool same_choice(const Plan& a, const Plan& b) {
+  return a.algorithm == b.algorithm && a.tile_m == b.tile_m && a.tile_n == b.tile_n;
+}
+
+std::string choice_words(const Plan& plan) {
+  return std::string(to_string(plan.algorithm)) + " (tile " + std::to_string(plan.tile_m) + "x" +
+         std::to_string(plan.tile_n) + ")";
+}
+
+std::string runnable_words(unsigned runnable) {
+  std::string out;
+  for (Algorithm a : {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed}) {
+    if (runnable & algorithm_bit(a)) out += (out.empty() ? "" : ", ") + std::string(to_string(a));
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+// The first rank whose planner chose the least ambitious algorithm: the
+// rank whose choice bounds the group's.
+int least_ambitious_rank(const std::vector<CallRecord>& records) {
+  int least = 0;
+  for (std::size_t r = 1; r < records.size(); ++r) {
+    if (ambition(records[r].plan.algorithm) <
+        ambition(records[static_cast<std::size_t>(least)].plan.algorithm)) {
+      least = static_cast<int>(r);
+    }
+  }
+  return least;
+}
+
+// The verdict when the ranks chose differently and no algorithm is one
+// every rank can run: the first rank whose choice differs from rank 0's,
+// each one's reason (transports whose records travel without it leave it
+// out), and what each of the two could have run.
+std::string no_common_algorithm(const std::vector<CallRecord>& records) {
+  const Plan& first = records.front().plan;
+  std::size_t i = 1;
+  while (i + 1 < records.size() && same_choice(records[i].plan, first)) ++i;
+  const Plan& other = records[i].plan;
+  const std::string r = std::to_string(i);
+  std::string verdict = field_mismatch("the algorithm", static_cast<int>(i), choice_words(first),
+                                       choice_words(other));
+  if (!first.reason.empty() && !other.reason.empty()) {
+    verdict += " (rank 0: " + first.reason + "; rank " + r + ": " + other.reason + ")";
+  }
+  return verdict + "; no algorithm can run on every rank (rank 0 can run " +
+         runnable_words(first.runnable) + "; rank " + r + " can run " +
+         runnable_words(other.runnable) + ")";
+}
+
 }  // namespace
+
+std::optional<Algorithm> group_algorithm(const std::vector<CallRecord>& records) {
+  if (records.empty()) return std::nullopt;
+  const Plan& first = records.front().plan;
+  const bool all_same = std::all_of(records.begin(), records.end(), [&](const CallRecord& r) {
+    return same_choice(r.plan, first);
+  });
+  if (all_same) return first.algorithm;
+  const int ceiling =
+      ambition(records[static_cast<std::size_t>(least_ambitious_rank(records))].plan.algorithm);
+  for (Algorithm a : {Algorithm::pipelined, Algorithm::decomposed}) {
+    if (ambition(a) > ceiling) continue;
+    const bool everyone = std::all_of(records.begin(), records.end(), [&](const CallRecord& r) {
+      return (r.plan.runnable & algorithm_bit(a)) != 0;
+    });
+    if (everyone) return a;
+  }
+  return std::nullopt;
+}
 
 std::string find_disagreement(const std::vector<CallRecord>& records) {
   for (std::size_t r = 0; r < records.size(); ++r) {
@@ -69,30 +156,50 @@ std::string find_disagreement(const std::vector<CallRecord>& records) {
       return field_mismatch("dtype", r, to_string(first.problem.dtype),
                             to_string(other.problem.dtype));
     }
-    if (other.plan.algorithm != first.plan.algorithm || other.plan.tile_m != first.plan.tile_m ||
-        other.plan.tile_n != first.plan.tile_n) {
-      // Each rank plans from its own problem (e.g. its own k), so the
-      // planners' reasons say why they differ; transports whose records
-      // travel without the reason (NCCL's wire) leave it out.
-      std::string verdict = field_mismatch(
-          "the algorithm", r,
-          std::string(to_string(first.plan.algorithm)) + " (tile " +
-              std::to_string(first.plan.tile_m) + "x" + std::to_string(first.plan.tile_n) + ")",
-          std::string(to_string(other.plan.algorithm)) + " (tile " +
-              std::to_string(other.plan.tile_m) + "x" + std::to_string(other.plan.tile_n) + ")");
-      if (!first.plan.reason.empty() && !other.plan.reason.empty()) {
-        verdict += " (rank 0: " + first.plan.reason + "; rank " + std::to_string(r) + ": " +
-                   other.plan.reason + ")";
+  }
+  // Each rank plans from its own problem (its own k or n), so the planners
+  // may choose differently: the group then runs what every rank can run.
+  const std::optional<Algorithm> together = group_algorithm(records);
+  if (!together) return no_common_algorithm(records);
+  // Decomposed needs no peer workspace on any transport: only when the group
+  // works with its peers' memory must every rank take part in its growth.
+  if (*together != Algorithm::decomposed) {
+    for (std::size_t i = 1; i < records.size(); ++i) {
+      if (records[i].grows_workspace != first.grows_workspace) {
+        return field_mismatch("whether the workspace must grow", static_cast<int>(i),
+                              first.grows_workspace ? "yes" : "no",
+                              records[i].grows_workspace ? "yes" : "no");
       }
-      return verdict;
     }
-    if (other.grows_workspace != first.grows_workspace) {
-      return field_mismatch("whether the workspace must grow", r,
-                            first.grows_workspace ? "yes" : "no",
-                            other.grows_workspace ? "yes" : "no");
+  }
+  // A record from another process must be the one its rank should send.
+  for (std::size_t r = 0; r < records.size(); ++r) {
+    const CallRecord& record = records[r];
+    if (record.problem.rank != static_cast<int>(r) ||
+        record.world_size != static_cast<int>(records.size())) {
+      return "the record from rank " + std::to_string(r) + " of " + std::to_string(records.size()) +
+             " says it is rank " + std::to_string(record.problem.rank) + " of " +
+             std::to_string(record.world_size);
     }
   }
   return {};
+}
+
+Plan agreed_plan(const std::vector<CallRecord>& records, int rank) {
+  const Plan& own = records[static_cast<std::size_t>(rank)].plan;
+  const std::optional<Algorithm> together = group_algorithm(records);
+  if (!together || *together == own.algorithm) return own;
+  const int setter = least_ambitious_rank(records);
+  const Plan& bound = records[static_cast<std::size_t>(setter)].plan;
+  Plan plan;
+  plan.algorithm = *together;
+  plan.runnable = own.runnable;
+  plan.reason = std::string("the group runs ") + to_string(*together) +
+                ", the most every rank can run, not this rank's choice: rank " +
+                std::to_string(setter) + "'s planner chose " + to_string(bound.algorithm) +
+                (bound.reason.empty() ? "" : " (" + bound.reason + ")") + ", this rank's " +
+                to_string(own.algorithm) + (own.reason.empty() ? "" : " (" + own.reason + ")");
+  return plan;
 }
 
 void record_local_failure(CallRecord& mine, std::exception_ptr& local_error,
@@ -102,13 +209,13 @@ void record_local_failure(CallRecord& mine, std::exception_ptr& local_error,
   mine.error = error;
 }
 
-void publish_and_agree(Barrier& barrier, std::vector<CallRecord>& records, const CallRecord& mine,
+void publish_and_agree(Barrier& barrier, std::vector<CallRecord>& records, CallRecord& mine,
                        int rank, std::int64_t timeout_ms, const std::exception_ptr& local_error) {
   records[static_cast<std::size_t>(rank)] = mine;
-  agree_or_throw(barrier, records, rank, timeout_ms, local_error);
+  mine.plan = agree_or_throw(barrier, records, rank, timeout_ms, local_error);
 }
 
-void agree_or_throw(Barrier& barrier, const std::vector<CallRecord>& records, int rank,
+Plan agree_or_throw(Barrier& barrier, const std::vector<CallRecord>& records, int rank,
                     std::int64_t timeout_ms, const std::exception_ptr& local_error) {
   barrier.arrive_and_wait(rank, "arguments", timeout_ms);
   const std::string disagreement = find_disagreement(records);
@@ -117,12 +224,13 @@ void agree_or_throw(Barrier& barrier, const std::vector<CallRecord>& records, in
     if (local_error) std::rethrow_exception(local_error);
     throw Error(ErrorCode::mismatch, disagreement);
   }
+  const Plan plan = agreed_plan(records, rank);
   if (log_enabled(LogLevel::info)) {
-    const CallRecord& mine = records[static_cast<std::size_t>(rank)];
     log(LogLevel::info, rank,
-        mine.problem.to_string() + " -> " + to_string(mine.plan.algorithm) + ": " +
-            mine.plan.reason);
+        records[static_cast<std::size_t>(rank)].problem.to_string() + " -> " +
+            to_string(plan.algorithm) + ": " + plan.reason);
   }
+  return plan;
 }
 
 }  // namespace asynctp::core

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct CallRecord {
   std::string error;  // why this rank rejected its arguments, when !ok
   int world_size = 0;
   ProblemDesc problem;
+  // This rank's own plan: what its planner chose, and what else it could run
+  // (plan.runnable). Once the ranks agree, the transport's agree() sets it to
+  // the plan the group agreed on (agreed_plan).
   Plan plan;
   TensorView shard;  // this rank's A shard, readable by its peers
   // Transports whose workspace grows collectively (NCCL): this call needs it
@@ -30,12 +34,29 @@ struct CallRecord {
 
 // Empty when every record is valid and the ranks agree on what the op's
 // data movement and the signal protocol need; otherwise the first
-// disagreement, in words. Every op: the operation, world size, dtype,
-// algorithm and tiles. All-gather + matmul: m and k (the shards every rank
-// gathers); n and B's layout are each rank's own business. Matmul +
-// reduce-scatter: M and n (the partial chunks every rank ships); k (each
-// rank's K-slice) and B's layout are each rank's own business.
+// disagreement, in words. Every op: the operation, world size, dtype, and an
+// algorithm every rank can run (group_algorithm). All-gather + matmul: m and
+// k (the shards every rank gathers); n and B's layout are each rank's own
+// business. Matmul + reduce-scatter: M and n (the partial chunks every rank
+// ships); k (each rank's K-slice) and B's layout are each rank's own
+// business. Last, that each record is the one its rank should send (its
+// rank and world size).
 std::string find_disagreement(const std::vector<CallRecord>& records);
+
+// The algorithm the group runs, chosen from the records alone so that every
+// rank makes the same choice: the ranks' own when all planned the same
+// algorithm and tiles; otherwise the most ambitious algorithm (native >
+// pipelined > decomposed) that no rank's planner ranked below its own choice
+// and that every rank can run (Plan::runnable). Native then never qualifies:
+// ranks that planned it with other tiles cut chunks into other signal pieces.
+// Nullopt when no algorithm qualifies (e.g. forced algorithms that differ).
+std::optional<Algorithm> group_algorithm(const std::vector<CallRecord>& records);
+
+// The plan `rank` runs once find_disagreement(records) is empty: its own
+// when the group runs what it chose; otherwise the group's algorithm, with a
+// reason saying that the group's choice differed from this rank's planner,
+// which rank's choice set it, and why each chose as it did.
+Plan agreed_plan(const std::vector<CallRecord>& records, int rank);
 
 // Marks `mine` failed with `error`, the local failure this rank found while
 // getting ready to publish: the record still goes out, so that the peers
@@ -48,12 +69,14 @@ void record_local_failure(CallRecord& mine, std::exception_ptr& local_error,
 // disagreement, meet once more (nobody may publish the next call's record
 // before all have read these) and throw: this rank's own error
 // (`local_error`) if it had one, else Error(mismatch) naming the first
-// disagreement. Otherwise log the plan (ASYNCTP_DEBUG=INFO) and return.
-void agree_or_throw(Barrier& barrier, const std::vector<CallRecord>& records, int rank,
+// disagreement. Otherwise return the plan this rank runs (agreed_plan),
+// logged (ASYNCTP_DEBUG=INFO).
+Plan agree_or_throw(Barrier& barrier, const std::vector<CallRecord>& records, int rank,
                     std::int64_t timeout_ms, const std::exception_ptr& local_error);
 
-// Publishes `mine` as records[rank], then agree_or_throw.
-void publish_and_agree(Barrier& barrier, std::vector<CallRecord>& records, const CallRecord& mine,
+// Publishes `mine` as records[rank], then agree_or_throw; on return
+// mine.plan is the plan the group agreed on for this rank.
+void publish_and_agree(Barrier& barrier, std::vector<CallRecord>& records, CallRecord& mine,
                        int rank, std::int64_t timeout_ms, const std::exception_ptr& local_error);
 
 }  // namespace asynctp::core

@@ -5,15 +5,15 @@
 #include <string>
 
 #include "asynctp/error.hpp"
+#include "core/validate.hpp"
 
 namespace asynctp::core {
 namespace {
 
-constexpr std::int64_t kMagic = 0x61747032;  // "atp2": format version 2
-constexpr std::int64_t kLastOp = static_cast<std::int64_t>(OpKind::matmul_reduce_scatter);
+constexpr std::int64_t kMagic = 0x61747033;  // "atp3": format version 3
 constexpr std::size_t kFields = 16;
-constexpr std::size_t kErrorOffset = kFields * sizeof(std::int64_t);
-constexpr std::size_t kErrorBytes = kWireRecordBytes - kErrorOffset;
+constexpr std::size_t kTextOffset = kFields * sizeof(std::int64_t);
+constexpr std::size_t kTextBytes = kWireRecordBytes - kTextOffset;
 
 enum Field : std::size_t {
   magic,
@@ -31,7 +31,45 @@ enum Field : std::size_t {
   tile_n,
   op,
   grows_workspace,
+  runnable,
 };
+
+// What any record this build sends can hold; a peer's record outside these
+// bounds is refused before any of it is used (a broken or hostile peer, or
+// another build, must not reach the planner or the verdict with absurd
+// numbers).
+struct Bound {
+  const char* name;
+  std::int64_t lo;
+  std::int64_t hi;
+};
+constexpr std::int64_t kMaxDim = core::kMaxElementsPerTensor;  // one dimension of one tensor
+constexpr Bound kBounds[kFields] = {
+    {"magic", kMagic, kMagic},
+    {"ok", 0, 1},
+    {"world size", 1, kMaxWireWorldSize},
+    {"rank", 0, kMaxWireWorldSize - 1},
+    {"m", 0, kMaxDim},
+    {"n", 0, kMaxDim},
+    {"k", 0, kMaxDim},
+    {"dtype", 0, static_cast<std::int64_t>(DType::fp32)},
+    {"B layout", 0, static_cast<std::int64_t>(core::Layout::col_major)},
+    {"gathered output", 0, 1},
+    // A plan names what runs: never auto.
+    {"algorithm", static_cast<std::int64_t>(Algorithm::native),
+     static_cast<std::int64_t>(Algorithm::decomposed)},
+    {"tile M", 0, kMaxDim},
+    {"tile N", 0, kMaxDim},
+    {"op", 0, static_cast<std::int64_t>(core::OpKind::matmul_reduce_scatter)},
+    {"whether the workspace grows", 0, 1},
+    {"runnable algorithms", 0, core::kEveryAlgorithmBit},
+};
+
+[[noreturn]] void refuse(const std::string& why) {
+  throw Error(ErrorCode::backend,
+              "agreement: a peer sent a record this build refuses (" + why +
+                  "; a broken peer, or another asynctp version on another rank?)");
+}
 
 }  // namespace
 
@@ -52,27 +90,43 @@ WireRecord encode(const CallRecord& record) {
   fields[tile_n] = record.plan.tile_n;
   fields[op] = static_cast<std::int64_t>(record.problem.op);
   fields[grows_workspace] = record.grows_workspace ? 1 : 0;
+  fields[runnable] = record.plan.runnable;
   WireRecord wire{};
   std::memcpy(wire.data(), fields, sizeof fields);
-  std::string error = record.error;
-  if (error.size() > kErrorBytes - 1) error = error.substr(0, kErrorBytes - 4) + "...";
-  std::memcpy(wire.data() + kErrorOffset, error.data(), error.size());
+  std::string text = record.ok ? record.plan.reason : record.error;
+  if (text.size() > kTextBytes - 1) text = text.substr(0, kTextBytes - 4) + "...";
+  std::memcpy(wire.data() + kTextOffset, text.data(), text.size());
   return wire;
 }
 
 CallRecord decode(const WireRecord& wire) {
   std::int64_t fields[kFields];
   std::memcpy(fields, wire.data(), sizeof fields);
-  if (fields[magic] != kMagic) {
-    throw Error(ErrorCode::backend,
-                "agreement: a peer sent a record this build cannot read (different asynctp "
-                "version on another rank?)");
+  if (fields[magic] != kMagic) refuse("not a record of format version 3");
+  for (std::size_t i = 0; i < kFields; ++i) {
+    const Bound& b = kBounds[i];
+    if (fields[i] < b.lo || fields[i] > b.hi) {
+      refuse(std::string(b.name) + " = " + std::to_string(fields[i]) + ", outside [" +
+             std::to_string(b.lo) + ", " + std::to_string(b.hi) + "]");
+    }
   }
-  const auto in = [](std::int64_t v, std::int64_t hi) { return v >= 0 && v <= hi; };
-  if (!in(fields[dtype], 2) || !in(fields[b_layout], 1) || !in(fields[algorithm], 3) ||
-      !in(fields[op], kLastOp)) {
-    throw Error(ErrorCode::backend, "agreement: a peer sent a record with out-of-range fields");
+  if (fields[rank] >= fields[world_size]) {
+    refuse("rank " + std::to_string(fields[rank]) + " of world size " +
+           std::to_string(fields[world_size]));
   }
+  if ((fields[runnable] & ~core::kEveryAlgorithmBit) != 0) {
+    refuse("runnable algorithms = " + std::to_string(fields[runnable]) +
+           ", which names no algorithm");
+  }
+  // The text ends in its field, and nothing follows it (encode() writes zeros).
+  const char* text = reinterpret_cast<const char*>(wire.data() + kTextOffset);
+  const std::size_t length = strnlen(text, kTextBytes);
+  if (length == kTextBytes)
+    refuse("its text does not end within its " + std::to_string(kTextBytes) + " bytes");
+  for (std::size_t i = length; i < kTextBytes; ++i) {
+    if (text[i] != '\0') refuse("bytes after the end of its text");
+  }
+
   CallRecord record;
   record.ok = fields[ok] != 0;
   record.world_size = static_cast<int>(fields[world_size]);
@@ -87,10 +141,10 @@ CallRecord decode(const WireRecord& wire) {
   record.plan.algorithm = static_cast<Algorithm>(fields[algorithm]);
   record.plan.tile_m = fields[tile_m];
   record.plan.tile_n = fields[tile_n];
-  record.problem.op = static_cast<OpKind>(fields[op]);
+  record.plan.runnable = static_cast<unsigned>(fields[runnable]);
+  record.problem.op = static_cast<core::OpKind>(fields[op]);
   record.grows_workspace = fields[grows_workspace] != 0;
-  const char* text = reinterpret_cast<const char*>(wire.data() + kErrorOffset);
-  record.error.assign(text, strnlen(text, kErrorBytes));
+  (record.ok ? record.plan.reason : record.error).assign(text, length);
   return record;
 }
 

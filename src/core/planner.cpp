@@ -205,6 +205,16 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& facts, const ResolvedOp
                 "options.algorithm: pipelined needs this rank to pull its peers' shards, but " +
                     facts.no_peer_access + "; use auto or decomposed");
   }
+  result.runnable = algorithm_bit(result.algorithm);
+  if (options.algorithm == Algorithm::automatic) {
+    // What the group may ask of this rank instead: never more than it chose
+    // (native is offered only by ranks that planned it, with their tiles).
+    const bool library = facts.library_gemm_unavailable_reason.empty();
+    if (library && result.algorithm == Algorithm::native && facts.no_peer_access.empty()) {
+      result.runnable |= algorithm_bit(Algorithm::pipelined);
+    }
+    if (library) result.runnable |= algorithm_bit(Algorithm::decomposed);
+  }
   return result;
 }
 

@@ -90,12 +90,27 @@ struct NativeKernel {
   std::int64_t m_granularity = 1;
 };
 
+// A bit per algorithm, for Plan::runnable.
+constexpr unsigned algorithm_bit(Algorithm algorithm) noexcept {
+  return 1u << static_cast<unsigned>(algorithm);
+}
+inline constexpr unsigned kEveryAlgorithmBit = algorithm_bit(Algorithm::native) |
+                                               algorithm_bit(Algorithm::pipelined) |
+                                               algorithm_bit(Algorithm::decomposed);
+
 struct Plan {
   Algorithm algorithm = Algorithm::decomposed;
   std::int64_t tile_m = 0;  // native only; 0 otherwise (the config's m granularity)
   std::int64_t tile_n = 0;
   std::string reason;
   std::string native_config;  // native only, where the backend has configs
+  // The algorithms (algorithm_bit) this rank could run the problem with: under
+  // auto, `algorithm` and every less ambitious one whose rules pass here
+  // (native > pipelined > decomposed); when forced, the forced one alone.
+  // Ranks plan from their own problems (their own K-slice, their own n), so
+  // their planners may choose differently; the group then runs one algorithm
+  // that every rank can run (core/agreement.hpp, agreed_plan).
+  unsigned runnable = 0;
 };
 
 // The config auto runs `problem` with: of those that accept it, the one of

@@ -221,7 +221,7 @@ void ProcessGroup::agree(int rank, core::CallRecord& mine, std::exception_ptr& l
   const core::WireRecord wire = core::encode(mine);
   std::memcpy(control_.ranks[rank].record, wire.data(), wire.size());
   RecordReadingBarrier arguments(*barrier_, control_, world_, records_);
-  core::agree_or_throw(arguments, records_, rank, timeout_ms, local_error);
+  mine.plan = core::agree_or_throw(arguments, records_, rank, timeout_ms, local_error);
   // The records agree, so every rank's says the same.
   if (mine.grows_workspace) {
     grow(needed, timeout_ms);

@@ -8,7 +8,6 @@
 #include "core/schedule.hpp"
 #include "gpu/check.hpp"
 #include "gpu/device_checks.hpp"
-#include "gpu/partial_kernels.hpp"
 
 namespace asynctp::gpu {
 
@@ -78,10 +77,6 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
   out.resolved = core::resolve_options(options);
   out.problem = call::validate_op(call, site.world_size, site.rank, backend.device_kind());
   const bool reduce_scatter = call.op == core::OpKind::matmul_reduce_scatter;
-  if (reduce_scatter && *kPartialKernelsMissing != '\0') {
-    throw Error(ErrorCode::unsupported, std::string(core::op_name(call.op)) + " on the " +
-                                            backend.name() + " backend: " + kPartialKernelsMissing);
-  }
   if (reduce_scatter && options.hooks.reorder) {
     fail_argument("options.hooks.reorder",
                   std::string("not supported by fused_matmul_reduce_scatter on the ") +
@@ -142,6 +137,8 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
                       "kernel; pipelined and decomposed wait on copy events that a dropped chunk "
                       "would never record");
   }
+  // Nor may the group ask this rank to run another algorithm instead.
+  if (options.hooks.drop) out.plan.runnable &= core::algorithm_bit(Algorithm::native);
   out.capturing = stream_is_capturing(static_cast<rt::StreamHandle>(options.stream));
   return out;
 }

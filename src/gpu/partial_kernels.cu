@@ -1,9 +1,15 @@
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 
 #include "gpu/partial_kernels.hpp"
+
+#if defined(ASYNCTP_GPU_HIP)
+// The few device names below that HIP spells differently (bf16, the
+// system-scope acquire load, the nanosecond clock, the back-off).
+#include "hip/partial_kernel_names.hpp"
+#else
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
 
 namespace asynctp::gpu {
 namespace {
@@ -31,6 +37,7 @@ __device__ __forceinline__ float narrow<float>(float v) {
   return v;
 }
 
+#if !defined(ASYNCTP_GPU_HIP)
 __device__ __forceinline__ std::uint32_t load_acquire_sys(const std::uint32_t* p) {
   std::uint32_t v;
   asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -42,6 +49,7 @@ __device__ __forceinline__ std::uint64_t globaltimer_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+#endif
 
 // Element-wise over rows * cols (every input is dense, ld = cols): each
 // thread sums its elements over the partials in the fixed order, in fp32,
@@ -113,9 +121,9 @@ rt::Status launch_reduce(const ReduceArgs& args, rt::StreamHandle stream) {
   // Enough blocks to cover the device several times over; the grid-stride
   // loop takes the rest.
   const std::int64_t blocks = std::min<std::int64_t>((total + per_block - 1) / per_block, 4096);
-  if (blocks == 0) return cudaSuccess;
+  if (blocks == 0) return rt::kSuccess;
   reduce_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+  return rt::last_error();
 }
 
 }  // namespace
@@ -129,21 +137,21 @@ rt::Status enqueue_reduce_partials(const ReduceArgs& args, rt::StreamHandle stre
     case DType::fp32:
       return launch_reduce<float>(args, stream);
   }
-  return cudaErrorInvalidValue;
+  return rt::kInvalidValue;
 }
 
 rt::Status enqueue_wait_flags(const std::uint32_t* flags, int count, std::uint32_t epoch,
                               std::uint64_t timeout_ns, std::uint32_t* error_words,
                               rt::StreamHandle stream) {
-  if (count <= 0) return cudaSuccess;
+  if (count <= 0) return rt::kSuccess;
   wait_flags_kernel<<<1, 32, 0, stream>>>(flags, count, epoch, timeout_ns, error_words);
-  return cudaGetLastError();
+  return rt::last_error();
 }
 
 rt::Status enqueue_link_delay(std::uint64_t ns, rt::StreamHandle stream) {
-  if (ns == 0) return cudaSuccess;
+  if (ns == 0) return rt::kSuccess;
   delay_kernel<<<1, 1, 0, stream>>>(ns);
-  return cudaGetLastError();
+  return rt::last_error();
 }
 
 }  // namespace asynctp::gpu

@@ -2,8 +2,8 @@
 // runtime layer (gpu/runtime.hpp) for the loopback and NCCL transports:
 // the owner's reduction of the W partials of its chunk, a bounded wait for
 // the partials its peers ship, and the arrival link's modelled transfer.
-// Compiled for CUDA (partial_kernels.cu); a HIP build has none yet
-// (kPartialKernelsMissing says so and the call check refuses the op).
+// One source (partial_kernels.cu) for CUDA (nvcc) and HIP (hipcc, with the
+// names HIP spells differently in hip/partial_kernel_names.hpp).
 #pragma once
 
 #include <cstddef>
@@ -13,13 +13,6 @@
 #include "gpu/runtime.hpp"
 
 namespace asynctp::gpu {
-
-#if defined(ASYNCTP_GPU_HIP)
-inline constexpr const char* kPartialKernelsMissing =
-    "the reduction kernel of fused_matmul_reduce_scatter is not built for HIP yet";
-#else
-inline constexpr const char* kPartialKernelsMissing = "";
-#endif
 
 // out (rows x cols, row-major, ld = cols) = round(fp32 sum of own, then
 // slots[0], slots[1], ... slots[slot_count - 1]) in that order, every input

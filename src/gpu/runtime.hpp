@@ -36,6 +36,7 @@ using StreamHandle = ASYNCTP_RT(Stream_t);
 using EventHandle = ASYNCTP_RT(Event_t);
 inline constexpr Status kSuccess = ASYNCTP_RT(Success);
 inline constexpr Status kNotReady = ASYNCTP_RT(ErrorNotReady);
+inline constexpr Status kInvalidValue = ASYNCTP_RT(ErrorInvalidValue);
 #if defined(ASYNCTP_GPU_HIP)
 inline constexpr const char* kName = "HIP";
 inline constexpr const char* kBackendName = "hip";  // as users name the backend
@@ -72,6 +73,8 @@ inline ASYNCTP_RT(MemcpyKind) kind_of(Copy c) {
 inline const char* error_name(Status s) { return ASYNCTP_RT(GetErrorName)(s); }
 inline const char* error_string(Status s) { return ASYNCTP_RT(GetErrorString)(s); }
 inline void clear_last_error() { (void)ASYNCTP_RT(GetLastError)(); }
+// The error of the last launch (and clears it): a kernel launch's status.
+inline Status last_error() { return ASYNCTP_RT(GetLastError)(); }
 inline Status set_device(int device) { return ASYNCTP_RT(SetDevice)(device); }
 inline Status device_count(int* count) { return ASYNCTP_RT(GetDeviceCount)(count); }
 inline Status device_synchronize() { return ASYNCTP_RT(DeviceSynchronize)(); }

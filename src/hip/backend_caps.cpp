@@ -27,6 +27,20 @@ core::BackendCaps hip_caps(const HipDeviceFacts& device, const core::ProblemDesc
   caps.default_tile_m = layout::BlockTile::m;
   caps.default_tile_n = layout::BlockTile::n;
   if (problem.op == core::OpKind::matmul_reduce_scatter) {
+    // Pipelined and decomposed run the op here (library GEMMs, then the
+    // reduction kernel of gpu/partial_kernels.cu, compiled for HIP too). A
+    // native one would take: the MFMA kernel (kernel/async_input_gemm_gfx9)
+    // walking its output tiles in send order (core::send_order: the farthest
+    // rank's chunk first, its own last) instead of waiting on input chunks;
+    // a tile counter per chunk that the workgroup storing a chunk's last tile
+    // brings to zero, then makes its stores visible at system scope
+    // (__threadfence_system) and stores the chunk's flag with release
+    // semantics; a producer that ships each finished chunk to its owner
+    // (hipStreamWaitValue32 on the flag, then the copy) while the grid runs,
+    // which on AMD needs the CU per shader engine the all-gather's grid
+    // already leaves free (hip/deadlock_rules: HIP runs such copies and
+    // waits as kernels) or SDMA copy engines; and these facts offering it,
+    // with its efficiency measured on an MI300.
     caps.native_unsupported_reason =
         "the native reduce-scatter kernel (a tile-completion signal in the MFMA kernel's "
         "epilogue) is not built yet";

@@ -84,6 +84,10 @@ TEST(CliCudaFlags, BadCudaFlagValuesExitTwoNamingTheFlagAndRule) {
        {"--link-gbps: must be a number > 0", "'fast'"}},
       {{"--backend", "cuda", "--link", "arrival", "--link-gbps", "nan"}, {"--link-gbps:", "nan"}},
       {{"--backend", "cuda", "--link", "arrival", "--link-gbps", "inf"}, {"--link-gbps:", "inf"}},
+      // Positive, but so slow that the link model's clock would overflow
+      // (tests/fuzz/cli_args_fuzz.cpp's rule).
+      {{"--backend", "cuda", "--link", "arrival", "--link-gbps", "1e-300"},
+       {"--link-gbps: must be a number > 0 (at least 0.001 and at most 1e+06)", "'1e-300'"}},
       {{"--backend", "cuda", "--link-gbps", "100"}, {"--link-gbps: only with --link arrival"}},
       {{"--backend", "cuda", "--link", "pcie", "--link-gbps", "100"},
        {"--link-gbps: only with --link arrival"}},

@@ -28,6 +28,7 @@ std::vector<CallRecord> agreeing(int world) {
     rec.plan.algorithm = Algorithm::native;
     rec.plan.tile_m = 32;
     rec.plan.tile_n = 256;
+    rec.plan.runnable = algorithm_bit(Algorithm::native);
   }
   return records;
 }
@@ -80,17 +81,22 @@ TEST(Agreement, EachFieldIsNamed) {
        [](CallRecord& r) { r.problem.k = 40; }},
       {"ranks disagree on dtype: rank 0 has bf16, rank 2 has fp32",
        [](CallRecord& r) { r.problem.dtype = DType::fp32; }},
+      // Plans that differ where no algorithm is one every rank can run (these
+      // records say they can run nothing else: as forced plans do).
       {"ranks disagree on the algorithm: rank 0 has native (tile 32x256), rank 2 has pipelined "
-       "(tile 0x0)",
+       "(tile 0x0); no algorithm can run on every rank (rank 0 can run native; rank 2 can run "
+       "pipelined)",
        [](CallRecord& r) {
-         r.plan = {Algorithm::pipelined, 0, 0, "", ""};
+         r.plan = {Algorithm::pipelined, 0, 0, "", "", algorithm_bit(Algorithm::pipelined)};
        }},
       {"ranks disagree on the algorithm: rank 0 has native (tile 32x256), rank 2 has native (tile "
-       "64x256)",
+       "64x256); no algorithm can run on every rank (rank 0 can run native; rank 2 can run native)",
        [](CallRecord& r) { r.plan.tile_m = 64; }},
       {"ranks disagree on the algorithm: rank 0 has native (tile 32x256), rank 2 has native (tile "
-       "32x128)",
+       "32x128); no algorithm can run on every rank (rank 0 can run native; rank 2 can run native)",
        [](CallRecord& r) { r.plan.tile_n = 128; }},
+      {"the record from rank 2 of 4 says it is rank 1 of 4",
+       [](CallRecord& r) { r.problem.rank = 1; }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.expected);
@@ -150,19 +156,105 @@ TEST(AgreementReduceScatter, EachFieldIsNamed) {
 }
 
 // Ranks plan from their own problems (e.g. their own k), so they may choose
-// different algorithms; the verdict then carries each planner's reason.
+// different algorithms; where none is one every rank can run (here rank 1
+// forced pipelined, and rank 0 can run only native), the verdict carries
+// each planner's reason.
 TEST(AgreementReduceScatter, AnAlgorithmMismatchSaysWhyEachRankChose) {
   auto records = agreeing_reduce_scatter(2);
   records[0].plan.reason = "bf16, rows per chunk fit";
-  records[1].plan = {Algorithm::pipelined, 0, 0,
-                     "native unavailable (k (12) is not a multiple of 8)", ""};
+  records[1].plan = {Algorithm::pipelined,
+                     0,
+                     0,
+                     "forced by options or ASYNCTP_ALGO",
+                     "",
+                     algorithm_bit(Algorithm::pipelined)};
   const std::string verdict = find_disagreement(records);
   EXPECT_TRUE(contains(verdict,
                        "ranks disagree on the algorithm: rank 0 has native (tile 32x256), "
                        "rank 1 has pipelined (tile 0x0)"))
       << verdict;
-  EXPECT_TRUE(contains(verdict, "rank 1: native unavailable (k (12) is not a multiple of 8)"))
-      << verdict;
+  EXPECT_TRUE(contains(verdict, "rank 1: forced by options or ASYNCTP_ALGO")) << verdict;
+}
+
+// What each rank could run, as an auto planner reports it.
+constexpr unsigned kNativeAndBelow = kEveryAlgorithmBit;
+constexpr unsigned kPipelinedAndBelow =
+    algorithm_bit(Algorithm::pipelined) | algorithm_bit(Algorithm::decomposed);
+
+// Auto on uneven K-slices: the planners chose differently, and the group
+// runs the most ambitious algorithm no planner ranked below its own choice
+// that every rank can run; the same on every rank, whatever its own record.
+TEST(AgreedPlan, DifferentChoicesAgreeOnTheMostEveryRankCanRun) {
+  auto records = agreeing_reduce_scatter(3);
+  for (CallRecord& r : records) {
+    r.plan.runnable = kNativeAndBelow;
+    r.plan.reason = "native fits";
+  }
+  records[1].plan = {Algorithm::pipelined,
+                     0,
+                     0,
+                     "native unavailable (k (12) is not a multiple "
+                     "of 8); per-chunk GEMMs overlap",
+                     "",
+                     kPipelinedAndBelow};
+  EXPECT_EQ(find_disagreement(records), "");
+  EXPECT_EQ(group_algorithm(records), Algorithm::pipelined);
+  for (int r = 0; r < 3; ++r) {
+    const Plan plan = agreed_plan(records, r);
+    EXPECT_EQ(plan.algorithm, Algorithm::pipelined) << r;
+    EXPECT_EQ(plan.tile_m, 0);
+  }
+  // Rank 1 runs what it chose, with its own reason; the others say why not theirs.
+  EXPECT_EQ(agreed_plan(records, 1).reason, records[1].plan.reason);
+  const std::string reason = agreed_plan(records, 0).reason;
+  EXPECT_TRUE(contains(reason, "the group runs pipelined")) << reason;
+  EXPECT_TRUE(contains(reason, "rank 1's planner chose pipelined (native unavailable (k (12)"))
+      << reason;
+  EXPECT_TRUE(contains(reason, "this rank's native (native fits)")) << reason;
+
+  // A rank that chose decomposed bounds the group at decomposed.
+  records[2].plan = {Algorithm::decomposed, 0,  0,
+                     "chunks too small",    "", algorithm_bit(Algorithm::decomposed)};
+  EXPECT_EQ(find_disagreement(records), "");
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(agreed_plan(records, r).algorithm, Algorithm::decomposed);
+
+  // One that cannot run pipelined (no peer access) moves the group below it.
+  records = agreeing_reduce_scatter(2);
+  records[0].plan.runnable =
+      algorithm_bit(Algorithm::native) | algorithm_bit(Algorithm::decomposed);
+  records[1].plan = {Algorithm::pipelined, 0, 0, "", "", kPipelinedAndBelow};
+  EXPECT_EQ(find_disagreement(records), "");
+  EXPECT_EQ(agreed_plan(records, 0).algorithm, Algorithm::decomposed);
+  EXPECT_EQ(agreed_plan(records, 1).algorithm, Algorithm::decomposed);
+}
+
+// Native is agreed only where every rank planned it with the same tiles.
+TEST(AgreedPlan, NativeWithOtherTilesFallsToWhatEveryRankCanRun) {
+  auto records = agreeing(2);
+  for (CallRecord& r : records) r.plan.runnable = kNativeAndBelow;
+  records[1].plan.tile_m = 64;
+  EXPECT_EQ(find_disagreement(records), "");
+  EXPECT_EQ(agreed_plan(records, 0).algorithm, Algorithm::pipelined);
+  EXPECT_EQ(agreed_plan(records, 1).algorithm, Algorithm::pipelined);
+  // Same plans: each rank's own, reason and tiles untouched.
+  records = agreeing(2);
+  records[0].plan.reason = "mine";
+  const Plan own = agreed_plan(records, 0);
+  EXPECT_EQ(own.algorithm, Algorithm::native);
+  EXPECT_EQ(own.tile_m, 32);
+  EXPECT_EQ(own.reason, "mine");
+}
+
+// The workspace's growth is collective only when the group works with its
+// peers' memory; decomposed needs none.
+TEST(AgreedPlan, WorkspaceGrowthMattersOnlyWhenTheGroupPulls) {
+  auto records = agreeing(2);
+  for (CallRecord& r : records) r.plan.runnable = kNativeAndBelow;
+  records[0].grows_workspace = true;
+  EXPECT_TRUE(contains(find_disagreement(records), "whether the workspace must grow"))
+      << find_disagreement(records);
+  records[1].plan = {Algorithm::decomposed, 0, 0, "", "", algorithm_bit(Algorithm::decomposed)};
+  EXPECT_EQ(find_disagreement(records), "");
 }
 
 }  // namespace

@@ -163,12 +163,16 @@ TEST(ReduceScatterBadInput, RanksThatDisagreeAllGetAMismatchNamingTheField) {
          for (Options& o : s.options) o.algorithm = Algorithm::pipelined;
          s.options[3].algorithm = Algorithm::decomposed;
        }},
-      // Auto on uneven K-slices: rank 2's k (12) blocks native, so its
-      // planner picks otherwise; the verdict says why.
-      {"plans from uneven k", "rank 2: native unavailable (k (12) is not a multiple of 8)",
+      // Forced algorithms that differ stay an error, with each one's reason
+      // (auto on uneven K-slices agrees instead: reduce_scatter_uneven_k_auto_test).
+      {"forced native beside forced decomposed",
+       "rank 0: forced by options or ASYNCTP_ALGO; rank 2: forced by options or ASYNCTP_ALGO",
        [](Scenario& s) {
-         for (Options& o : s.options) o.tile_m = 16;
-         s.ranks[2].k = 12;
+         for (Options& o : s.options) {
+           o.algorithm = Algorithm::native;
+           o.tile_m = 16;
+         }
+         s.options[2].algorithm = Algorithm::decomposed;
        }},
   };
   for (const auto& d : cases) {

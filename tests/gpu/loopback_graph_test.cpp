@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/graph_capture.hpp"
 #include "gpu/loopback_support.hpp"
 
 namespace asynctp {
@@ -62,25 +63,6 @@ std::string describe(const Case& c) {
 }
 void PrintTo(const Case& c, std::ostream* out) { *out << describe(c); }
 
-// One rank's capture: the graph, its executable, and what happened.
-struct RankCapture {
-  cudaError_t begin = cudaErrorUnknown;
-  cudaError_t end = cudaErrorUnknown;
-  bool call_ok = false;
-  std::string message;
-  RunInfo info;
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-
-  RankCapture() = default;
-  RankCapture(const RankCapture&) = delete;
-  RankCapture& operator=(const RankCapture&) = delete;
-  ~RankCapture() {
-    if (exec) (void)cudaGraphExecDestroy(exec);
-    if (graph) (void)cudaGraphDestroy(graph);
-  }
-};
-
 struct NodeCounts {
   int kernels = 0, memcpys = 0, total = 0;
 };
@@ -102,24 +84,6 @@ NodeCounts count_nodes(cudaGraph_t graph) {
     counts.memcpys += t == cudaGraphNodeTypeMemcpy;
   }
   return counts;
-}
-
-// asynctp::synchronize on every rank (on the group's threads) throws nothing.
-void expect_synchronize_clean(LoopbackGroup& group, const std::string& what) {
-  std::vector<std::string> errors(static_cast<std::size_t>(group.world_size()));
-  lb::run_group_bounded(
-      group,
-      [&](Comm& comm) {
-        try {
-          synchronize(comm);
-        } catch (const std::exception& e) {
-          errors[static_cast<std::size_t>(comm.rank())] = e.what();
-        }
-      },
-      what + ": synchronize");
-  for (std::size_t r = 0; r < errors.size(); ++r) {
-    EXPECT_EQ("", errors[r]) << what << ": synchronize on rank " << r;
-  }
 }
 
 class LoopbackGraph : public ::testing::TestWithParam<Case> {};
@@ -157,30 +121,12 @@ TEST_P(LoopbackGraph, ReplaysWithFreshInputs) {
   // 2. Capture every rank's call on its own stream.
   ASSERT_NO_FATAL_FAILURE(problem.refill(rng));
   ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
-  std::vector<std::unique_ptr<RankCapture>> caps;
-  for (int r = 0; r < kWorld; ++r) caps.push_back(std::make_unique<RankCapture>());
-  lb::run_group_bounded(
-      group,
-      [&](Comm& comm) {
-        const int r = comm.rank();
-        RankCapture& cap = *caps[static_cast<std::size_t>(r)];
-        const cudaStream_t s = streams[r];
-        cap.begin = cudaStreamBeginCapture(s, c.mode);
-        if (cap.begin != cudaSuccess) return;
-        try {
-          cap.info = problem.call(comm, options, s);
-          cap.call_ok = true;
-        } catch (const std::exception& e) {
-          cap.message = e.what();
-        }
-        cap.end = cudaStreamEndCapture(s, &cap.graph);
-      },
-      "capture");
-  (void)cudaGetLastError();  // a failed capture is reported per rank below
-  streams.drain("after capture");
+  const lb::RankCaptures caps = lb::capture_every_rank(
+      group, streams, c.mode,
+      [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); });
   for (int r = 0; r < kWorld; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
-    RankCapture& cap = *caps[static_cast<std::size_t>(r)];
+    lb::RankCapture& cap = *caps[static_cast<std::size_t>(r)];
     ASSERT_EQ(cudaSuccess, cap.begin) << cudaGetErrorName(cap.begin);
     ASSERT_TRUE(cap.call_ok) << "the call threw under capture: " << cap.message;
     EXPECT_EQ(c.algorithm, cap.info.algorithm) << cap.info.reason;
@@ -202,13 +148,11 @@ TEST_P(LoopbackGraph, ReplaysWithFreshInputs) {
     SCOPED_TRACE(what);
     ASSERT_NO_FATAL_FAILURE(problem.refill(rng));  // uploads, then cudaDeviceSynchronize
     ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
-    for (int r = 0; r < kWorld; ++r) {
-      CUDA_ASSERT(cudaGraphLaunch(caps[static_cast<std::size_t>(r)]->exec, streams[r]));
-    }
+    CUDA_ASSERT(lb::launch_every_rank(caps, streams));
     streams.drain(what);
     // synchronize reports what only the device saw (a native wait that
     // timed out inside a replay): nothing here.
-    ASSERT_NO_FATAL_FAILURE(expect_synchronize_clean(group, what));
+    ASSERT_NO_FATAL_FAILURE(lb::expect_synchronize_clean(group, what));
     ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
     if (HasFailure()) break;  // one failing replay says enough
   }

@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/graph_capture.hpp"
 #include "gpu/loopback_support.hpp"
 #include "gpu/reduce_scatter_support.hpp"
 
@@ -306,22 +307,6 @@ TEST(LoopbackReduceScatterSerialized, ArrivalModelIsCorrect) {
   ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("serialized pcie"));
 }
 
-// One rank's capture.
-struct RankCapture {
-  cudaError_t begin = cudaErrorUnknown, end = cudaErrorUnknown;
-  bool call_ok = false;
-  std::string message;
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  RankCapture() = default;
-  RankCapture(const RankCapture&) = delete;
-  RankCapture& operator=(const RankCapture&) = delete;
-  ~RankCapture() {
-    if (exec) (void)cudaGraphExecDestroy(exec);
-    if (graph) (void)cudaGraphDestroy(graph);
-  }
-};
-
 struct GraphCase {
   Link link;
   Algorithm algorithm;
@@ -353,30 +338,13 @@ TEST_P(LoopbackReduceScatterGraph, ReplaysWithFreshInputs) {
   ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
 
   ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
-  std::vector<std::unique_ptr<RankCapture>> caps;
-  for (int r = 0; r < kWorld; ++r) caps.push_back(std::make_unique<RankCapture>());
-  lb::run_group_bounded(
-      group,
-      [&](Comm& comm) {
-        RankCapture& cap = *caps[static_cast<std::size_t>(comm.rank())];
-        const cudaStream_t s = streams[comm.rank()];
-        cap.begin = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-        if (cap.begin != cudaSuccess) return;
-        try {
-          (void)problem.call(comm, options, s);
-          cap.call_ok = true;
-        } catch (const std::exception& e) {
-          cap.message = e.what();
-        }
-        cap.end = cudaStreamEndCapture(s, &cap.graph);
-      },
-      "capture");
-  (void)cudaGetLastError();
-  streams.drain("after capture");
+  const lb::RankCaptures caps = lb::capture_every_rank(
+      group, streams, cudaStreamCaptureModeThreadLocal,
+      [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); });
   if (c.link == Link::pcie) {
     // Refused: each rank's reduction would wait on its peers' graphs.
     for (int r = 0; r < kWorld; ++r) {
-      RankCapture& cap = *caps[static_cast<std::size_t>(r)];
+      lb::RankCapture& cap = *caps[static_cast<std::size_t>(r)];
       EXPECT_FALSE(cap.call_ok) << "rank " << r;
       EXPECT_TRUE(lb::contains(cap.message, "Link::arrival")) << cap.message;
     }
@@ -387,7 +355,7 @@ TEST_P(LoopbackReduceScatterGraph, ReplaysWithFreshInputs) {
     return;
   }
   for (int r = 0; r < kWorld; ++r) {
-    RankCapture& cap = *caps[static_cast<std::size_t>(r)];
+    lb::RankCapture& cap = *caps[static_cast<std::size_t>(r)];
     ASSERT_EQ(cudaSuccess, cap.begin) << "rank " << r;
     ASSERT_TRUE(cap.call_ok) << "rank " << r << ": " << cap.message;
     ASSERT_EQ(cudaSuccess, cap.end) << "rank " << r << ": " << cudaGetErrorName(cap.end);
@@ -399,22 +367,9 @@ TEST_P(LoopbackReduceScatterGraph, ReplaysWithFreshInputs) {
     SCOPED_TRACE("replay " + std::to_string(i));
     ASSERT_NO_FATAL_FAILURE(problem.refill(rng));
     ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
-    for (int r = 0; r < kWorld; ++r) {
-      CUDA_ASSERT(cudaGraphLaunch(caps[static_cast<std::size_t>(r)]->exec, streams[r]));
-    }
+    CUDA_ASSERT(lb::launch_every_rank(caps, streams));
     streams.drain("replay");
-    std::vector<std::string> errors(kWorld);
-    lb::run_group_bounded(
-        group,
-        [&](Comm& comm) {
-          try {
-            synchronize(comm);
-          } catch (const std::exception& e) {
-            errors[static_cast<std::size_t>(comm.rank())] = e.what();
-          }
-        },
-        "synchronize after replay");
-    for (int r = 0; r < kWorld; ++r) EXPECT_EQ("", errors[static_cast<std::size_t>(r)]);
+    ASSERT_NO_FATAL_FAILURE(lb::expect_synchronize_clean(group, "replay"));
     ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
     if (HasFailure()) break;
   }

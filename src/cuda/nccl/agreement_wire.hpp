@@ -8,6 +8,7 @@ namespace asynctp::nccl {
 
 using core::decode;
 using core::encode;
+using core::kMaxWireWorldSize;
 using core::kWireRecordBytes;
 using core::WireRecord;
 

@@ -258,9 +258,15 @@ void NcclComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
                      const call::CheckedCall& checked, const call::OpCall&, const Options& options,
                      std::int64_t timeout_ms) {
   const auto stream = static_cast<rt::StreamHandle>(options.stream);
+  // The call as this rank planned it; a call agreed before runs the plan the
+  // group agreed on then, and only that plan's workspace must fit.
+  const std::string key = cache_key(mine);
+  const auto agreed = agreed_calls_.find(key);
+  call::CheckedCall planned = checked;
+  if (agreed != agreed_calls_.end()) planned.plan = agreed->second;
   if (mine.ok) {
     mine.grows_workspace =
-        !workspace_.fits(workspace_bytes(checked)) && workspace_bytes(checked) > 0;
+        !workspace_.fits(workspace_bytes(planned)) && workspace_bytes(planned) > 0;
     if (mine.grows_workspace) {
       // Growth is collective: a rank whose earlier call failed on the device
       // must say so here, before its peers enter the growth, not after.
@@ -273,8 +279,10 @@ void NcclComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
       }
     }
   }
-  const std::string key = cache_key(mine);
-  if (mine.ok && !mine.grows_workspace && agreed_calls_.count(key)) return;
+  if (mine.ok && !mine.grows_workspace && agreed != agreed_calls_.end()) {
+    mine.plan = agreed->second;
+    return;
+  }
   if (checked.capturing || !mine.ok) {
     // Inside a capture no host round trip is possible: report a local error
     // at once (the peers' calls fail for the same reason, or time out at
@@ -297,7 +305,8 @@ void NcclComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
     if (local_error) std::rethrow_exception(local_error);
     throw Error(ErrorCode::mismatch, disagreement);
   }
-  agreed_calls_.insert(key);
+  mine.plan = core::agreed_plan(records, rank_);
+  agreed_calls_[key] = mine.plan;
   if (core::log_enabled(core::LogLevel::info)) {
     core::log(core::LogLevel::info, rank_,
               mine.problem.to_string() + " -> " + to_string(mine.plan.algorithm) + ": " +

@@ -14,8 +14,8 @@
 
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -102,7 +102,8 @@ class NcclComm final : public gpu::GpuTransport {
   gpu::DeviceMemory wire_;           // agreement records: mine, then all ranks'
   gpu::PinnedMemory wire_host_;      // the same, on the host (pageable would block)
   gpu::Event exchanged_{"event create (agreement)"};
-  std::set<std::string> agreed_calls_;  // encoded records already agreed on
+  // Encoded records already agreed on, and the plan the group agreed for each.
+  std::map<std::string, core::Plan> agreed_calls_;
   int workspace_generation_seen_ = 0;
   std::uint32_t epoch_ = 0;
   std::string broken_;  // set when the communicator can no longer be trusted

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Runs on the device machine (H200): compute-sanitizer over a short selection
+# of the GPU tests of both ops, one tool per step, each in its own process
+# bounded by `timeout`; logs under $OUT, a summary last. A step fails on any
+# error the tool reports (--error-exitcode) as well as on a failing test.
+#   memcheck    out-of-bounds and misaligned accesses, leaks of device memory
+#   racecheck   shared-memory races (the native kernel's pipeline stages)
+#   synccheck   invalid uses of __syncthreads / barriers
+#   initcheck   reads of device memory never written (opt-in: not a default)
+# The selection (small shapes: the tools slow kernels 10-100x): both ops'
+# loopback correctness cases at W = 2 on both links (every algorithm and
+# dtype), the native kernel's gating, one graph capture of each op, and the
+# thousand-replay test of each op and algorithm cut to the first replays by
+# the tools' speed (it still checks the first and last against float64 and
+# bitwise). compute-sanitizer does not run on every runtime (gVisor refuses
+# the device: /work/.library/device/KINDS.md); the probe step says so and the
+# others are then skipped, not failed.
+# Each tool's step is bounded at 280 s: a device call runs at most 10
+# minutes, so give one call one or two tools.
+# Build here first (scripts/build-device-bundle), then carry .devbin.
+#
+#   scripts/device/sanitize.sh [tool...]      default: memcheck racecheck synccheck
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/device/env.sh
+bin=${ASYNCTP_DEVBIN:-.devbin/gpu}
+tools=("$@")
+[ ${#tools[@]} -eq 0 ] && tools=(memcheck racecheck synccheck)
+source scripts/device/steps.sh
+
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null |
+            head -n 1)
+if [ -z "$sanitizer" ]; then
+  echo "sanitize: no compute-sanitizer on this machine" | tee "$OUT/sanitize-unavailable.txt"
+  exit 1
+fi
+
+# Both ops, every algorithm, kept small.
+filter='AllCases/LoopbackCorrectness.MatchesFloat64OnEveryRank/*_W2_*'
+filter+=':AllCases/LoopbackReduceScatter.MatchesFloat64OnEveryRank/*_W2_*'
+filter+=':NativeGemmGating.*'
+filter+=':Modes/LoopbackGraph.ReplaysWithFreshInputs/*thread_local'
+filter+=':Modes/LoopbackReduceScatterGraph.ReplaysWithFreshInputs/arrival_*'
+filter+=':Cases/LoopbackGraphReplay.*'
+
+# One short run first: does the tool run on this device at all?
+run_step probe 120 "$sanitizer" --tool memcheck --error-exitcode 1 "$bin/asynctp_gpu_tests" \
+  --gtest_brief=1 --gtest_filter='NativeGemmGating.ShuffledReleases'
+if grep -q -e 'Device not supported' -e 'Unable to find injection' "$OUT/probe.log"; then
+  echo "sanitize: compute-sanitizer cannot run on this machine's runtime; nothing checked" |
+    tee "$OUT/sanitize-unavailable.txt"
+  print_summary " (compute-sanitizer unavailable)"
+  exit 1
+fi
+
+for tool in "${tools[@]}"; do
+  case $tool in
+    memcheck) extra=(--leak-check full) ;;
+    racecheck) extra=(--racecheck-report analysis) ;;
+    synccheck | initcheck) extra=() ;;
+    *) echo "unknown tool $tool (memcheck, racecheck, synccheck, initcheck)"; exit 2 ;;
+  esac
+  # The replay test's thousand replays are for the plain run: under a tool,
+  # ASYNCTP_TEST_GRAPH_REPLAYS cuts them (it keeps its first/last checks).
+  run_step "$tool" 280 env ASYNCTP_TEST_GRAPH_REPLAYS=20 "$sanitizer" --tool "$tool" \
+    --error-exitcode 1 --print-limit 20 --target-processes all "${extra[@]}" \
+    "$bin/asynctp_gpu_tests" --gtest_brief=1 --gtest_filter="$filter"
+  grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$OUT/$tool.log" | tail -n 3
+done
+print_summary " (compute-sanitizer: ${tools[*]})"
