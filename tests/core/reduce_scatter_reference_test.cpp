@@ -191,7 +191,7 @@ TEST(ReduceScatterBound, HoldsForTheRoundingModelAndBreaksForAMissingOrDoubledPa
   for (DType dtype : {DType::bf16, DType::fp16, DType::fp32}) {
     for (PartialSum how : {PartialSum::fp32, PartialSum::output_dtype}) {
       for (const Case c : {Case{1, 1, 3, 2}, Case{2, 2, 2, 1}, Case{3, 4, 5, 7},
-                           Case{6, 2, 3, 64}, Case{8, 8, 16, 40}}) {
+                           Case{6, 2, 3, 64}, Case{8, 8, 16, 40}, Case{4, 16, 16, 128}}) {
         for (bool cancelling : {false, true}) {
           SCOPED_TRACE(std::string(to_string(dtype)) + " W=" + std::to_string(c.world) +
                        " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" +
@@ -214,7 +214,11 @@ TEST(ReduceScatterBound, HoldsForTheRoundingModelAndBreaksForAMissingOrDoubledPa
           const std::vector<double> bound = reduce_scatter_error_bound(ref, dtype, how);
           const HostTensor good = model_out(av, bv, c.m, dtype, how, -1, -1);
           EXPECT_EQ(compare_within_bound(good.view(), ref.value, bound).beyond, 0);
-          if (c.world == 1 || cancelling) continue;
+          // A wrong partial shows in the elements where it is not small: in a
+          // handful of elements its worst ratio is a matter of chance (the
+          // ring's bound, ~W u S, is a few times smaller than one partial),
+          // over a hundred it is not.
+          if (c.world == 1 || cancelling || c.m * c.n < 100) continue;
           for (int wrong : {0, c.world - 1}) {
             const HostTensor missing = model_out(av, bv, c.m, dtype, how, wrong, -1);
             EXPECT_GT(compare_within_bound(missing.view(), ref.value, bound).worst_ratio, 3)

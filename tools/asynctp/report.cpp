@@ -254,16 +254,22 @@ std::string check_footer(const Report& r) {
   }
   if (!out.empty()) return out;
   const OpFacts op = facts_of(a);
-  const std::string within =
-      op.tolerance ? format("within %.1e of the float64 reference (relative Frobenius error)",
-                            *op.tolerance)
-                   : std::string("within an error bound computed from the inputs element by "
-                                 "element (rigorous: every rounding step bounded)");
+  const std::string by_inputs =
+      "within an error bound computed from the inputs element by element (every rounding step "
+      "bounded)";
   if (a.command == Command::bench) {
+    const std::string within =
+        op.tolerance ? format("within %.1e of the float64 reference (relative Frobenius error)",
+                              *op.tolerance)
+                     : by_inputs;
     return format(
         "# check: every algorithm's output on all %d ranks %s%s, the cuBLAS C within %.1e\n",
         a.world_size, within.c_str(), op.check_also, verify::tolerance(a.dtype));
   }
+  const std::string within =
+      op.tolerance
+          ? format("within tolerance %.1e (relative Frobenius error vs float64)", *op.tolerance)
+          : by_inputs;
   return format("# check: all %d ranks %s%s, for every algorithm run\n", a.world_size,
                 within.c_str(), op.check_also);
 }
