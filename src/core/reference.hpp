@@ -79,7 +79,7 @@ double unit_roundoff(DType dtype) noexcept;
 // run of fused_matmul_reduce_scatter whose out is of `dtype` and whose
 // partials were summed as `sum` says. Not a statistical allowance: it holds
 // for every input, however few elements or however much the partials
-// cancel. What the op computes, per element:
+// cancel (barring underflow and overflow). What the op computes, per element:
 //     out = round( sum over s of round(P^_s) )
 // P^_s is rank s's partial accumulated in fp32 over its k_s products;
 // round() rounds to nearest in `dtype` (the partials cross the link in it):
@@ -105,10 +105,14 @@ double unit_roundoff(DType dtype) noexcept;
 //     bound = 1.001 (e + u (|C| + e)),
 // the factor 1.001 covering the float64 evaluation of the terms. Elements
 // whose partials cancel get a bound relative to S, not to C, as they must.
-// For random bf16 inputs the bound is ~u (1 + sqrt(W)) relative to ||C||_F
-// (S ~ sqrt(W) |C|), ~0.015 at W = 8; a missing or doubled partial
-// (error ~ |P_s| ~ |C| / sqrt(W)) breaks it by a factor of tens, in every
-// element where P_s is not small.
+// For random bf16 inputs the bound is ~u (1 + 0.8 sqrt(W)) relative to
+// ||C||_F (S ~ 0.8 sqrt(W) |C|), ~0.013 at W = 8, plus the accumulation
+// term, ~0.64 sqrt(W) k^1.5 2^-23 (0.06 at k = 4096, W = 8): the worst case
+// of fp32 accumulation grows as k, its typical error as sqrt(k). A missing
+// or doubled partial (error ~ |P_s| ~ |C| / sqrt(W)) breaks the bound by a
+// factor of tens at small k, wherever P_s is not small; past k ~ 16384 the
+// accumulation term alone is as large as a partial, and the check loses its
+// power to tell one missing.
 std::vector<double> reduce_scatter_error_bound(const ReduceScatterReference& reference,
                                                DType dtype, PartialSum sum);
 
