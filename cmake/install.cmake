@@ -90,6 +90,13 @@ function(asynctp_install)
     endif()
   endforeach()
 
+  # The C ABI's shared library (asynctp/c_api.h, asynctp::c): the archives
+  # above are linked inside it, so it needs none of them at the user's link.
+  if(TARGET asynctp_c)
+    set_target_properties(asynctp_c PROPERTIES EXPORT_NAME c)
+    install(TARGETS asynctp_c EXPORT asynctpTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  endif()
+
   set(asynctp_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/asynctp)
   install(EXPORT asynctpTargets NAMESPACE asynctp:: DESTINATION ${asynctp_cmake_dir})
   configure_package_config_file(${asynctp_install_config_in}

@@ -189,6 +189,12 @@ using BeforeIteration = std::function<void(int iteration, std::optional<double> 
 std::vector<double> time_calls(cpu::Group& group, int iterations, const RankCall& call,
                                const BeforeIteration& before = {});
 
+// One rank's calls on a communicator whose calls finish before they return
+// (the CPU backend's, e.g. this process's rank of a process group): the wall
+// time of each.
+std::vector<double> time_calls(Comm& comm, int iterations, const RankCall& call,
+                               const BeforeIteration& before = {});
+
 // `iterations` calls on every rank of a group made with serialize_ranks,
 // each waited for (asynctp::synchronize). Per iteration: the mean over ranks
 // of each rank's own call span (LoopbackGroup::last_call_ms). Serialized,

@@ -146,4 +146,15 @@ std::optional<LaunchInfo> launch_info_from_env(const core::EnvLookup& env) {
   return info;
 }
 
+LaunchInfo launched_process_info(const core::EnvLookup& env) {
+  std::optional<LaunchInfo> info = launch_info_from_env(env);
+  if (!info) {
+    throw Error(ErrorCode::invalid_argument,
+                "environment: no launcher variables found (RANK and WORLD_SIZE as torchrun sets "
+                "them, or Open MPI's OMPI_COMM_WORLD_*, MPICH's PMI_*, Slurm's "
+                "SLURM_PROCID/SLURM_NTASKS)");
+  }
+  return *info;
+}
+
 }  // namespace asynctp::bootstrap

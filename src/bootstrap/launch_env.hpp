@@ -56,4 +56,8 @@ std::string describe_rendezvous_port(const LaunchInfo& info);
 // `env`.
 std::optional<LaunchInfo> launch_info_from_env(const core::EnvLookup& env = core::process_env);
 
+// launch_info_from_env for a communicator that needs a launcher: without
+// its variables, Error(invalid_argument) naming the variables looked for.
+LaunchInfo launched_process_info(const core::EnvLookup& env = core::process_env);
+
 }  // namespace asynctp::bootstrap

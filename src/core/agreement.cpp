@@ -102,14 +102,14 @@ void record_local_failure(CallRecord& mine, std::exception_ptr& local_error,
   mine.error = error;
 }
 
-void publish_and_agree(BoundedBarrier& barrier, std::vector<CallRecord>& records,
+void publish_and_agree(Barrier& barrier, std::vector<CallRecord>& records,
                        const CallRecord& mine, int rank, std::int64_t timeout_ms,
                        const std::exception_ptr& local_error) {
   records[static_cast<std::size_t>(rank)] = mine;
   agree_or_throw(barrier, records, rank, timeout_ms, local_error);
 }
 
-void agree_or_throw(BoundedBarrier& barrier, const std::vector<CallRecord>& records, int rank,
+void agree_or_throw(Barrier& barrier, const std::vector<CallRecord>& records, int rank,
                     std::int64_t timeout_ms, const std::exception_ptr& local_error) {
   barrier.arrive_and_wait(rank, "arguments", timeout_ms);
   const std::string disagreement = find_disagreement(records);

@@ -49,11 +49,11 @@ void record_local_failure(CallRecord& mine, std::exception_ptr& local_error,
 // before all have read these) and throw: this rank's own error
 // (`local_error`) if it had one, else Error(mismatch) naming the first
 // disagreement. Otherwise log the plan (ASYNCTP_DEBUG=INFO) and return.
-void agree_or_throw(BoundedBarrier& barrier, const std::vector<CallRecord>& records, int rank,
+void agree_or_throw(Barrier& barrier, const std::vector<CallRecord>& records, int rank,
                     std::int64_t timeout_ms, const std::exception_ptr& local_error);
 
 // Publishes `mine` as records[rank], then agree_or_throw.
-void publish_and_agree(BoundedBarrier& barrier, std::vector<CallRecord>& records,
+void publish_and_agree(Barrier& barrier, std::vector<CallRecord>& records,
                        const CallRecord& mine, int rank, std::int64_t timeout_ms,
                        const std::exception_ptr& local_error);
 

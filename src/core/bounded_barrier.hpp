@@ -14,12 +14,21 @@
 
 namespace asynctp::core {
 
-class BoundedBarrier {
+// What the agreement step needs of a barrier, whether its ranks are threads
+// of one process (BoundedBarrier) or processes (cpu/shm_barrier.hpp).
+class Barrier {
+ public:
+  virtual ~Barrier() = default;
+  // Returns once every rank arrived. Throws Error(timeout) after timeout_ms,
+  // naming the ranks that never arrived, or at once if the barrier is broken.
+  virtual void arrive_and_wait(int rank, const char* what, std::int64_t timeout_ms) = 0;
+};
+
+class BoundedBarrier final : public Barrier {
  public:
   explicit BoundedBarrier(int parties);
 
-  // Throws Error(timeout) after timeout_ms, or at once if the barrier is broken.
-  void arrive_and_wait(int rank, const char* what, std::int64_t timeout_ms);
+  void arrive_and_wait(int rank, const char* what, std::int64_t timeout_ms) override;
   // Empty while healthy; otherwise why the barrier broke.
   std::string broken_reason() const;
 

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/backoff.hpp"
 #include "core/deadline.hpp"
 
 namespace asynctp::core {
@@ -49,7 +50,9 @@ std::string partial_compute_timeout_message(int rank, int chunk, std::uint32_t f
 }
 
 ChunkSignals::ChunkSignals(int chunks)
-    : chunks_(chunks), flags_(std::make_unique<std::atomic<std::uint32_t>[]>(chunks)) {
+    : chunks_(chunks),
+      owned_(std::make_unique<std::atomic<std::uint32_t>[]>(static_cast<std::size_t>(chunks))),
+      flags_(owned_.get()) {
   for (int c = 0; c < chunks; ++c) flags_[c].store(0, std::memory_order_relaxed);
 }
 
@@ -65,18 +68,10 @@ ChunkSignals::WaitResult ChunkSignals::wait(int chunk, std::uint32_t epoch, std:
                                             const std::atomic<bool>* abort) const noexcept {
   using Clock = std::chrono::steady_clock;
   const auto deadline = deadline_after(timeout_ms);
-  std::chrono::microseconds sleep{1};
-  for (int polls = 0;; ++polls) {
+  for (Backoff backoff;; backoff.pause()) {
     if (load(chunk) == epoch) return WaitResult::ready;
     if (abort != nullptr && abort->load(std::memory_order_relaxed)) return WaitResult::aborted;
-    if (polls < 64) continue;
-    if (Clock::now() >= deadline) return WaitResult::timed_out;
-    if (polls < 128) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(sleep);
-      if (sleep < std::chrono::microseconds(200)) sleep *= 2;
-    }
+    if (!backoff.spinning() && Clock::now() >= deadline) return WaitResult::timed_out;
   }
 }
 

@@ -37,7 +37,12 @@ std::string partial_compute_timeout_message(int rank, int chunk, std::uint32_t f
 // Host-memory flags for one rank's chunks (CPU backend; host-mapped flags).
 class ChunkSignals {
  public:
+  // Owns `chunks` flags, all 0.
   explicit ChunkSignals(int chunks);
+  // Flags that live elsewhere (shared memory another process also maps),
+  // already initialized there; they must outlive this object.
+  ChunkSignals(std::atomic<std::uint32_t>* shared, int chunks) noexcept
+      : chunks_(chunks), flags_(shared) {}
 
   int size() const noexcept { return chunks_; }
   void release(int chunk, std::uint32_t epoch) noexcept;
@@ -52,7 +57,8 @@ class ChunkSignals {
 
  private:
   int chunks_;
-  std::unique_ptr<std::atomic<std::uint32_t>[]> flags_;
+  std::unique_ptr<std::atomic<std::uint32_t>[]> owned_;
+  std::atomic<std::uint32_t>* flags_;
 };
 
 }  // namespace asynctp::core

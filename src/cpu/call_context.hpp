@@ -15,10 +15,9 @@
 #include "core/planner.hpp"
 #include "core/problem.hpp"
 #include "core/signals.hpp"
+#include "cpu/inbox.hpp"
 
 namespace asynctp::cpu {
-
-class Inbox;
 
 // The CPU analogue of the native kernel's per-chunk tile counters: a chunk's
 // GEMM work is cut into pieces (tiles, a lane member's share, a worker's
@@ -58,10 +57,10 @@ struct CallContext {
   TensorView c_out;
 
   // Matmul + reduce-scatter.
-  TensorView a;                 // this rank's A: (W*m) x k, its K-slice
-  TensorView partial;           // this rank's partial A @ B: (W*m) x n, output dtype
-  TensorView out;               // its rows of the sum: m x n
-  std::vector<Inbox*> inboxes;  // every rank's receive slots, by rank
+  TensorView a;                    // this rank's A: (W*m) x k, its K-slice
+  TensorView partial;              // this rank's partial A @ B: (W*m) x n, output dtype
+  TensorView out;                  // its rows of the sum: m x n
+  std::vector<InboxView> inboxes;  // every rank's receive slots, by rank
   ChunkCountdown countdown;
 
   // Set by the first failing thread so the others stop waiting.

@@ -32,35 +32,30 @@ core::BackendCaps cpu_backend_caps() {
   return caps;
 }
 
-CpuComm::CpuComm(GroupState& group, int rank)
+CpuComm::CpuComm(GroupLink& group, int rank)
     : group_(group),
       rank_(rank),
-      signals_(group.world_size),
+      signals_(group.world_size()),
       producer_(1),
-      workers_(group.workers_per_rank),
-      scratch_(static_cast<std::size_t>(group.workers_per_rank)) {}
+      workers_(group.workers_per_rank()),
+      scratch_(static_cast<std::size_t>(group.workers_per_rank())) {}
+
+CpuComm::CpuComm(std::unique_ptr<GroupLink> group, int rank) : CpuComm(*group, rank) {
+  owned_group_ = std::move(group);
+}
 
 call::CheckedCall CpuComm::check(const call::OpCall& call, const Options& options) const {
   call::CheckedCall out;
   out.resolved = core::resolve_options(options);
-  out.problem = call::validate_op(call, group_.world_size, rank_, DeviceKind::cpu);
+  out.problem = call::validate_op(call, group_.world_size(), rank_, DeviceKind::cpu);
   out.plan = core::plan(out.problem, cpu_backend_caps(), out.resolved);
   return out;
 }
 
 void CpuComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
-                    const call::CheckedCall& checked, const call::OpCall& call, const Options&,
+                    const call::CheckedCall&, const call::OpCall& call, const Options&,
                     std::int64_t timeout_ms) {
-  if (mine.ok && call.op == core::OpKind::matmul_reduce_scatter) {
-    // The peers write these slots once the records agree, so they must be
-    // in place before this rank's record says it is ready.
-    try {
-      group_.inboxes[static_cast<std::size_t>(rank_)]->reserve(checked.problem);
-    } catch (const Error& e) {
-      core::record_local_failure(mine, local_error, e.what());
-    }
-  }
-  core::publish_and_agree(group_.barrier, group_.records, mine, rank_, timeout_ms, local_error);
+  group_.agree(rank_, mine, local_error, call, timeout_ms);
 }
 
 std::uint32_t CpuComm::execute(const call::OpCall& call, const call::CheckedCall& checked,
@@ -146,11 +141,15 @@ void CpuComm::run_jobs(CallContext& ctx, const Jobs& jobs, std::int64_t timeout_
   // A peer missing at the barrier does not abort this rank's workers: their
   // waits are bounded on their own, and one that runs out names the chunk
   // and the rank that never sent it, a better report than the barrier's.
+  // A peer whose process died is another matter: what it would have sent
+  // never comes, so the workers stop and the barrier's report (naming that
+  // rank) is the error.
   std::exception_ptr barrier_error;
   try {
-    group_.barrier.arrive_and_wait(rank_, "completion", timeout_ms);
+    group_.barrier(rank_, "completion", timeout_ms);
   } catch (...) {
     barrier_error = std::current_exception();
+    if (group_.peer_lost()) ctx.abort = true;
   }
   std::exception_ptr gemm_error;
   if (workers_launched) {
@@ -160,8 +159,10 @@ void CpuComm::run_jobs(CallContext& ctx, const Jobs& jobs, std::int64_t timeout_
       gemm_error = std::current_exception();
     }
   }
-  // The root cause first: a GEMM timeout names the missing chunk.
-  for (const auto& e : {setup_error, gemm_error, producer_error, barrier_error}) {
+  // The root cause first: a peer that died, else a GEMM timeout naming the
+  // missing chunk.
+  const std::exception_ptr lost_peer = group_.peer_lost() ? barrier_error : nullptr;
+  for (const auto& e : {lost_peer, setup_error, gemm_error, producer_error, barrier_error}) {
     if (e) std::rethrow_exception(e);
   }
 }
@@ -173,7 +174,7 @@ void CpuComm::run_all_gather_matmul(const call::OpCall& call, const call::Checke
                                     const Options& options) {
   CallContext ctx;
   fill_context(ctx, checked, options);
-  for (const core::CallRecord& record : group_.records) ctx.shards.push_back(record.shard);
+  ctx.shards = group_.shards(ctx.problem);
   ctx.c_out = call.out;
 
   std::vector<int> order;
@@ -205,7 +206,7 @@ void CpuComm::run_matmul_reduce_scatter(const call::OpCall& call, const call::Ch
   fill_context(ctx, checked, options);
   ctx.a = call.a;
   ctx.out = call.out;
-  for (const auto& inbox : group_.inboxes) ctx.inboxes.push_back(inbox.get());
+  ctx.inboxes = group_.inboxes();
 
   std::vector<int> order;
   std::optional<core::TileSchedule> schedule;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "call/transport.hpp"
@@ -10,7 +11,7 @@
 #include "core/signals.hpp"
 #include "cpu/block_gemm.hpp"
 #include "cpu/call_context.hpp"
-#include "cpu/group_state.hpp"
+#include "cpu/group_link.hpp"
 #include "cpu/thread_team.hpp"
 #include "cpu/workspace.hpp"
 
@@ -20,15 +21,23 @@ namespace asynctp::cpu {
 // tiles.
 core::BackendCaps cpu_backend_caps();
 
-// One rank as a thread of this process: the records and barrier of the
-// agreement live in the group's shared state; peers' shards are read, and
-// partials written into peers' inboxes, in place.
+// GEMM workers per rank for a request (0 = ASYNCTP_CPU_WORKERS, else the
+// hardware threads shared by `world_size` ranks, at least 2). Throws
+// Error(invalid_argument) naming `argument` when out of range.
+int resolve_gemm_workers(int requested, int world_size, const char* argument);
+
+// One rank of a CPU group: the records and barrier of the agreement, the
+// peers' shards it reads and the inboxes it writes partials into are the
+// group's (cpu/group_link.hpp), whether its ranks are threads or processes.
 class CpuComm final : public call::Transport {
  public:
-  CpuComm(GroupState& group, int rank);
+  // A rank of an in-process group, which outlives it.
+  CpuComm(GroupLink& group, int rank);
+  // The one rank of this process in a group of processes: it owns its link.
+  CpuComm(std::unique_ptr<GroupLink> group, int rank);
 
   int rank() const noexcept override { return rank_; }
-  int world_size() const noexcept override { return group_.world_size; }
+  int world_size() const noexcept override { return group_.world_size(); }
   DeviceKind device_kind() const noexcept override { return DeviceKind::cpu; }
   const char* backend_name() const noexcept override { return "cpu"; }
 
@@ -66,7 +75,8 @@ class CpuComm final : public call::Transport {
                                  const Options& options);
   TensorView gathered_workspace(const core::ProblemDesc& problem);
 
-  GroupState& group_;
+  std::unique_ptr<GroupLink> owned_group_;
+  GroupLink& group_;
   const int rank_;
   core::ChunkSignals signals_;
   std::uint32_t epoch_ = 0;

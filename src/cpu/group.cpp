@@ -17,13 +17,15 @@ namespace {
 constexpr int kMaxWorldSize = 1024;
 constexpr int kMaxWorkersPerRank = 256;
 
-int resolve_workers(const GroupConfig& config) {
-  if (config.gemm_workers_per_rank < 0 || config.gemm_workers_per_rank > kMaxWorkersPerRank) {
+}  // namespace
+
+int resolve_gemm_workers(int requested, int world_size, const char* argument) {
+  if (requested < 0 || requested > kMaxWorkersPerRank) {
     throw Error(ErrorCode::invalid_argument,
-                "gemm_workers_per_rank: must lie in [0, " + std::to_string(kMaxWorkersPerRank) +
-                    "] (0 = automatic), got " + std::to_string(config.gemm_workers_per_rank));
+                std::string(argument) + ": must lie in [0, " + std::to_string(kMaxWorkersPerRank) +
+                    "] (0 = automatic), got " + std::to_string(requested));
   }
-  if (config.gemm_workers_per_rank > 0) return config.gemm_workers_per_rank;
+  if (requested > 0) return requested;
   if (auto text = core::process_env("ASYNCTP_CPU_WORKERS")) {
     const auto value = core::parse_positive_int(*text, "ASYNCTP_CPU_WORKERS");
     if (value > kMaxWorkersPerRank) {
@@ -34,13 +36,14 @@ int resolve_workers(const GroupConfig& config) {
   }
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // At least two, so that pipelined has its two lanes.
-  return std::max(2, hardware / config.world_size);
+  return std::max(2, hardware / world_size);
 }
 
-}  // namespace
-
 struct Group::State {
-  explicit State(const GroupConfig& config) : shared(config.world_size, resolve_workers(config)) {
+  explicit State(const GroupConfig& config)
+      : shared(config.world_size,
+               resolve_gemm_workers(config.gemm_workers_per_rank, config.world_size,
+                                    "gemm_workers_per_rank")) {
     for (int r = 0; r < config.world_size; ++r) {
       comms.push_back(std::make_unique<CpuComm>(shared, r));
     }
@@ -61,9 +64,9 @@ Group::Group(const GroupConfig& config) {
 
 Group::~Group() = default;
 
-int Group::world_size() const noexcept { return state_->shared.world_size; }
+int Group::world_size() const noexcept { return state_->shared.world_size(); }
 
-int Group::gemm_workers_per_rank() const noexcept { return state_->shared.workers_per_rank; }
+int Group::gemm_workers_per_rank() const noexcept { return state_->shared.workers_per_rank(); }
 
 Comm& Group::comm(int rank) {
   if (rank < 0 || rank >= world_size()) {

@@ -1,8 +1,8 @@
-// What the ranks of one CPU group share: the barrier and, per rank, the
-// record each call publishes and the inbox its peers push partials into.
-// The records and inboxes are this backend's symmetric workspace: every rank
-// reads every other rank's registered shard, and writes every other rank's
-// receive slots, directly.
+// What the ranks of an in-process CPU group share: the barrier and, per
+// rank, the record each call publishes and the inbox its peers push partials
+// into. The records and inboxes are this group's symmetric workspace: every
+// rank reads every other rank's A shard in place (the record carries the
+// caller's view), and writes every other rank's receive slots, directly.
 #pragma once
 
 #include <memory>
@@ -10,24 +10,25 @@
 
 #include "core/agreement.hpp"
 #include "core/bounded_barrier.hpp"
+#include "cpu/group_link.hpp"
 #include "cpu/inbox.hpp"
 
 namespace asynctp::cpu {
 
-struct GroupState {
-  GroupState(int world, int workers)
-      : world_size(world),
-        workers_per_rank(workers),
-        barrier(world),
-        records(static_cast<std::size_t>(world)) {
-    for (int r = 0; r < world; ++r) inboxes.push_back(std::make_unique<Inbox>(world));
-  }
+class GroupState final : public GroupLink {
+ public:
+  GroupState(int world, int workers);
 
-  const int world_size;
-  const int workers_per_rank;
-  core::BoundedBarrier barrier;
-  std::vector<core::CallRecord> records;
-  std::vector<std::unique_ptr<Inbox>> inboxes;
+  void agree(int rank, core::CallRecord& mine, std::exception_ptr& local_error,
+             const call::OpCall& call, std::int64_t timeout_ms) override;
+  std::vector<TensorView> shards(const core::ProblemDesc& problem) override;
+  std::vector<InboxView> inboxes() override;
+  void barrier(int rank, const char* what, std::int64_t timeout_ms) override;
+
+ private:
+  core::BoundedBarrier barrier_;
+  std::vector<core::CallRecord> records_;
+  std::vector<std::unique_ptr<Inbox>> inboxes_;
 };
 
 }  // namespace asynctp::cpu

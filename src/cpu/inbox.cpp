@@ -8,14 +8,18 @@
 namespace asynctp::cpu {
 namespace {
 
-std::size_t slot_bytes(const core::ProblemDesc& problem) {
+std::size_t slot_bytes(const core::ProblemDesc& problem) noexcept {
   return static_cast<std::size_t>(problem.m * problem.n) * element_size(problem.dtype);
 }
 
 }  // namespace
 
+std::size_t inbox_bytes(const core::ProblemDesc& problem) noexcept {
+  return slot_bytes(problem) * static_cast<std::size_t>(problem.world_size - 1);
+}
+
 void Inbox::reserve(const core::ProblemDesc& problem) {
-  const std::size_t bytes = slot_bytes(problem) * static_cast<std::size_t>(problem.world_size - 1);
+  const std::size_t bytes = inbox_bytes(problem);
   try {
     data_ = slots_.ensure(bytes, problem.rank, "reduce-scatter receive slots");
   } catch (const std::bad_alloc&) {
@@ -24,8 +28,8 @@ void Inbox::reserve(const core::ProblemDesc& problem) {
   }
 }
 
-TensorView Inbox::slot(int slot, const core::ProblemDesc& problem) const noexcept {
-  auto* base = static_cast<char*>(data_) + slot_bytes(problem) * static_cast<std::size_t>(slot);
+TensorView InboxView::slot(int slot, const core::ProblemDesc& problem) const noexcept {
+  auto* base = static_cast<char*>(slots) + slot_bytes(problem) * static_cast<std::size_t>(slot);
   return TensorView::row_major(base, problem.dtype, problem.m, problem.n);
 }
 

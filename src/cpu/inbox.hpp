@@ -1,9 +1,11 @@
 // One rank's receive side of matmul + reduce-scatter: W - 1 slots where its
 // peers' producers write their partials of this rank's chunk (m x n, in the
 // output dtype), each with a flag released after its bytes. Slot i holds
-// what arrives at ring step i (core::partial_slot). In-process the slots are
-// plain memory every rank of the group writes directly, as NCCL symmetric
-// windows are for GPUs.
+// what arrives at ring step i (core::partial_slot). The slots are plain
+// memory every rank of the group writes directly, as NCCL symmetric windows
+// are for GPUs: in-process an Inbox owns them; across processes they live in
+// shared memory (cpu/process_group.hpp). The schedules see either through an
+// InboxView.
 #pragma once
 
 #include "asynctp/tensor.hpp"
@@ -13,6 +15,19 @@
 
 namespace asynctp::cpu {
 
+// Where a rank's receive slots and their flags are, for one agreed call.
+struct InboxView {
+  core::ChunkSignals* flags = nullptr;  // one per slot
+  void* slots = nullptr;                // W - 1 slots of m x n, back to back
+
+  // Slot `slot` for an agreed call's problem (its m, n and dtype).
+  TensorView slot(int slot, const core::ProblemDesc& problem) const noexcept;
+};
+
+// The bytes of the W - 1 receive slots `problem` needs.
+std::size_t inbox_bytes(const core::ProblemDesc& problem) noexcept;
+
+// The receive side of a rank of an in-process group: flags and slots of its own.
 class Inbox {
  public:
   explicit Inbox(int world_size) : flags_(world_size > 1 ? world_size - 1 : 0) {}
@@ -23,9 +38,7 @@ class Inbox {
   // Throws Error(backend) when the memory cannot be had.
   void reserve(const core::ProblemDesc& problem);
 
-  // Slot `slot` for an agreed call's problem (its m, n and dtype).
-  TensorView slot(int slot, const core::ProblemDesc& problem) const noexcept;
-  core::ChunkSignals& flags() noexcept { return flags_; }
+  InboxView view() noexcept { return {&flags_, data_}; }
 
  private:
   core::ChunkSignals flags_;

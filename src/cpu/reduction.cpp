@@ -60,12 +60,12 @@ void reduce_own_chunk(CallContext& ctx, int member, int members, GemmScratch& sc
     });
   }
 
-  Inbox& inbox = *ctx.inboxes[static_cast<std::size_t>(p.rank)];
+  const InboxView& inbox = ctx.inboxes[static_cast<std::size_t>(p.rank)];
   for (int slot = 0; slot + 1 < p.world_size; ++slot) {
     const int source = core::partial_source(p.world_size, p.rank, slot);
     const std::string source_json = chunk_json + ", \"source_rank\": " + std::to_string(source);
     if (!ctx.acquire(
-            inbox.flags(), slot, lane, "wait for the partial of rank " + std::to_string(source),
+            *inbox.flags, slot, lane, "wait for the partial of rank " + std::to_string(source),
             source_json, [&](std::uint32_t flag) {
               return core::partial_timeout_message(p.rank, source, flag, ctx.epoch, ctx.timeout_ms);
             })) {

@@ -34,10 +34,10 @@ void run_shipper(CallContext& ctx, const std::vector<int>& order) {
         "\"chunk\": " + std::to_string(chunk) + ", \"owner\": " + std::to_string(chunk) +
         ", \"slot\": " + std::to_string(slot) + ", \"epoch\": " + std::to_string(ctx.epoch);
     if (run_copy_hooks(ctx, chunk, args)) continue;
-    Inbox& owner = *ctx.inboxes[static_cast<std::size_t>(chunk)];
+    const InboxView& owner = ctx.inboxes[static_cast<std::size_t>(chunk)];
     copy_and_signal(ctx, owner.slot(slot, ctx.problem).data,
                     partial + chunk_bytes * static_cast<std::size_t>(chunk), chunk_bytes,
-                    owner.flags(), slot, "ship chunk " + std::to_string(chunk),
+                    *owner.flags, slot, "ship chunk " + std::to_string(chunk),
                     "signal partial " + std::to_string(chunk), args);
   }
 }

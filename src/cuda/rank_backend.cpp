@@ -40,6 +40,11 @@ namespace nat = native;
 // Pointers for a shape-only query of the kernel configs: the real pointers'
 // alignment was checked by validation, and the gathered buffer may not exist
 // yet when planning.
+nat::ChunkSync side_of(const core::ProblemDesc& p) {
+  return p.op == core::OpKind::matmul_reduce_scatter ? nat::ChunkSync::release_output
+                                                     : nat::ChunkSync::acquire_input;
+}
+
 nat::NativeGemmArgs shape_query(const core::ProblemDesc& p) {
   static std::uint32_t placeholder_words[4];
   void* aligned = reinterpret_cast<void*>(std::uintptr_t{256});
@@ -56,6 +61,9 @@ nat::NativeGemmArgs shape_query(const core::ProblemDesc& p) {
   args.chunk_flags = placeholder_words;
   args.error_words = placeholder_words;
   args.timeout_ns = 1;
+  args.sync = side_of(p);
+  args.done_flags = placeholder_words;
+  args.done_counters = placeholder_words;
   return args;
 }
 
@@ -85,17 +93,15 @@ core::BackendCaps cuda_caps(const DeviceInfo& device, const core::ProblemDesc& p
   caps.min_pipelined_chunk_rows = 128;
   caps.sm_count = device.sm_count;
   caps.single_hardware_queue = device.single_hardware_queue;
-  if (problem.op == core::OpKind::matmul_reduce_scatter) {
-    caps.native_unsupported_reason = kNoNativeReduceScatter;
-    return caps;
-  }
   if (device.major != 9 || device.minor != 0) {
     caps.native_unsupported_reason = "the native kernel is built for sm_90a (Hopper)";
     return caps;
   }
   const bool col_major = problem.b_layout == core::Layout::col_major;
   bool built = false;
-  for (const auto& c : nat::native_gemm_configs()) built = built || has_layout(c, col_major);
+  for (const auto& c : nat::native_gemm_configs(side_of(problem))) {
+    built = built || has_layout(c, col_major);
+  }
   if (!built) {
     caps.native_unsupported_reason = "no native kernel was built for this B layout";
     return caps;
@@ -139,6 +145,39 @@ void CudaRankBackend::launch_native(const gpu::CallSpec& call, gpu::RankResource
                 std::string("native kernel ") + config->name + " cannot run this call: " + why);
   }
   check_cuda(native::launch(*config, args, nullptr, res.compute.get()), "native GEMM launch");
+}
+
+void CudaRankBackend::launch_native_reduce_scatter(const gpu::NativeReduceScatter& call,
+                                                   gpu::RankResources& res) {
+  const native::NativeGemmConfig* config = native::find_native_gemm_config(call.kernel);
+  if (config == nullptr) {
+    throw Error(
+        ErrorCode::backend,
+        "native reduce-scatter GEMM launch with unknown kernel config '" + call.kernel + "'");
+  }
+  native::NativeGemmArgs args;
+  args.sync = native::ChunkSync::release_output;
+  args.a = call.a.data;
+  args.b = call.b.data;
+  args.b_col_major = call.problem.b_layout == core::Layout::col_major;
+  args.c = call.partial;
+  args.m_per_chunk = call.problem.m;
+  args.n = call.problem.n;
+  args.k = call.problem.k;
+  args.world_size = call.problem.world_size;
+  args.pivot = (call.problem.rank + 1) % call.problem.world_size;  // core::send_order
+  args.epoch = call.epoch;
+  args.done_flags = call.done_flags;
+  args.done_counters = call.done_counters;
+  // Cluster rounding may leave one more SM idle than asked.
+  args.max_sms = call.sms_left_free > 0 ? info_.sm_count - call.sms_left_free : 0;
+  std::string why;
+  if (!native::can_implement(*config, args, &why)) {
+    throw Error(ErrorCode::unsupported,
+                std::string("native kernel ") + config->name + " cannot run this call: " + why);
+  }
+  check_cuda(native::launch(*config, args, nullptr, res.compute.get()),
+             "native reduce-scatter GEMM launch");
 }
 
 gpu::LibraryGemm* CudaRankBackend::library_gemm(int lane) noexcept {

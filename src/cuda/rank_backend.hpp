@@ -1,7 +1,9 @@
 // The CUDA backend under the shared orchestration (gpu/rank_backend.hpp):
 // the planner's facts about its device and kernels, the chunk-gated CUTLASS
 // kernel for native (sm_90), cuBLAS for pipelined and decomposed, one rank's
-// handles. Used by the loopback group and the NCCL transport.
+// handles. Used by the loopback group and the NCCL transport. The native
+// kernel has two sides (native/async_input_gemm.hpp, ChunkSync): the
+// all-gather's gated input and the reduce-scatter's signalled output.
 #pragma once
 
 #include <cstdint>
@@ -24,12 +26,6 @@ struct DeviceInfo {
   // hardware queue, so the producer's copies cannot run beside the GEMM.
   bool single_hardware_queue = false;
 };
-
-// Why auto never plans native for fused_matmul_reduce_scatter on CUDA, and
-// forcing it is an error (bench/NOTES.md says what the kernel would take).
-inline constexpr const char* kNoNativeReduceScatter =
-    "the native reduce-scatter kernel (a tile-completion signal in the CUTLASS epilogue) is not "
-    "built yet";
 
 // Queries the current device. Throws Error(backend) when it cannot.
 DeviceInfo query_device(int ordinal);
@@ -57,6 +53,8 @@ class CudaRankBackend final : public gpu::RankBackend {
                             const core::ResolvedOptions& options) const override;
   void launch_native(const gpu::CallSpec& call, gpu::RankResources& res,
                      const std::uint32_t* flags) override;
+  void launch_native_reduce_scatter(const gpu::NativeReduceScatter& call,
+                                    gpu::RankResources& res) override;
   gpu::LibraryGemm* library_gemm(int lane) noexcept override;
   std::string native_error_message(const std::uint32_t words[3],
                                    std::uint64_t timeout_ns) const override;

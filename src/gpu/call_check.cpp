@@ -130,6 +130,11 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
                   "not supported by the " + backend_name +
                       " backend (its GEMM is one kernel, which a host-side hook cannot hold)");
   }
+  if (options.hooks.drop && reduce_scatter) {
+    fail_argument("options.hooks.drop",
+                  "not supported by fused_matmul_reduce_scatter on the " + backend_name +
+                      " backend (its partials are shipped by copies nothing can drop)");
+  }
   if (options.hooks.drop && out.plan.algorithm != Algorithm::native) {
     fail_argument("options.hooks.drop",
                   "the " + backend_name +

@@ -23,9 +23,13 @@ void LoopbackComm::prepare_rs_workspace(const CheckedCall& checked) {
   const std::size_t partial = std::max<std::size_t>(partial_bytes(p), 1);
   const std::size_t slots = std::max<std::size_t>(slots_bytes(p), 1);
   const std::size_t flags = sizeof(std::uint32_t) * static_cast<std::size_t>(p.world_size);
-  if (checked.capturing &&
-      (res_.partial.size() < partial || res_.slots.size() < slots ||
-       res_.slot_flags.size() < flags || !gemm_ready(*backend_, checked.plan.algorithm))) {
+  // The arrival model computes the peers' partials with the library GEMM
+  // whatever the call's algorithm.
+  const bool modelled = group_.config.link == loopback::Link::arrival;
+  const bool gemms_ready = gemm_ready(*backend_, checked.plan.algorithm) &&
+                           (!modelled || gemm_ready(*backend_, Algorithm::decomposed));
+  if (checked.capturing && (res_.partial.size() < partial || res_.slots.size() < slots ||
+                            res_.slot_flags.size() < flags || !gemms_ready)) {
     fail_argument("options.stream",
                   "is capturing a graph, but this call would first have to allocate its "
                   "workspace or library GEMM handle; make the same call once uncaptured first");
@@ -46,6 +50,7 @@ ReduceScatterSpec LoopbackComm::make_rs_spec(const CheckedCall& checked, const c
   ReduceScatterSpec spec;
   spec.problem = checked.problem;
   spec.plan = checked.plan;
+  if (checked.kernel) spec.native_kernel = checked.kernel->name;
   spec.link = group_.config.link == loopback::Link::arrival ? Link::arrival : Link::pcie;
   spec.link_gbps = group_.config.link_gbps;
   spec.modelled = spec.link == Link::arrival;

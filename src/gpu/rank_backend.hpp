@@ -26,6 +26,22 @@ namespace asynctp::gpu {
 
 using core::NativeKernel;
 
+// One rank's native reduce-scatter GEMM, for either transport: partial
+// (M x n, the output dtype) = a @ b, one persistent grid that leaves at least
+// sms_left_free SMs idle, waits on nothing and computes the chunks in
+// core::send_order, setting done_flags[c] = epoch once chunk c is stored
+// (done_counters: W words, 0 before and after the launch).
+struct NativeReduceScatter {
+  core::ProblemDesc problem;
+  std::string kernel;  // the plan's native config
+  TensorView a, b;
+  void* partial = nullptr;
+  std::uint32_t epoch = 1;
+  int sms_left_free = 0;
+  std::uint32_t* done_flags = nullptr;  // set by gpu::enqueue_native_partial
+  std::uint32_t* done_counters = nullptr;
+};
+
 struct BackendChoice {
   core::BackendCaps caps;
   // Backends with one native kernel (HIP) name it here when it can run the
@@ -53,6 +69,11 @@ class RankBackend {
   virtual void launch_native(const CallSpec& call, RankResources& res,
                              const std::uint32_t* flags) = 0;
 
+  // The native reduce-scatter GEMM on res.compute (NativeReduceScatter).
+  // Backends without that kernel report it in their capabilities, so the
+  // planner never reaches this default.
+  virtual void launch_native_reduce_scatter(const NativeReduceScatter& call, RankResources& res);
+
   // The library GEMM of lane 0 (decomposed, pipelined's even chunks) or 1;
   // nullptr when this build has none (the capabilities then say so).
   virtual LibraryGemm* library_gemm(int lane) noexcept = 0;
@@ -62,6 +83,11 @@ class RankBackend {
   virtual std::string native_error_message(const std::uint32_t words[3],
                                            std::uint64_t timeout_ns) const = 0;
 };
+
+inline void RankBackend::launch_native_reduce_scatter(const NativeReduceScatter&, RankResources&) {
+  throw Error(ErrorCode::unsupported,
+              std::string("the ") + name() + " backend has no native reduce-scatter kernel");
+}
 
 // The backend's library GEMM of `lane`; throws Error(unsupported) naming
 // `path` when the build has none (the planner never picks such a path).

@@ -17,6 +17,19 @@ rt::EventHandle computed(const RankResources& res, int chunk) {
   return res.computed[static_cast<std::size_t>(chunk)]->get();
 }
 
+bool native(const ReduceScatterSpec& call) { return call.plan.algorithm == Algorithm::native; }
+
+// `stream`'s later work starts once chunk c of this rank's partial is
+// computed: the native GEMM's chunk flag or the library GEMM's event.
+void wait_computed(const ReduceScatterSpec& call, RankResources& res, rt::StreamHandle stream,
+                   int chunk) {
+  if (native(call)) {
+    wait_native_chunk(res, stream, chunk, call.epoch);
+  } else {
+    wait(stream, computed(res, chunk), "stream wait (partial chunk computed)");
+  }
+}
+
 // Untimed: what the peers would have shipped into this rank's slots, each
 // computed here from the peer's own A rows and B (the arrival model).
 void place_peer_partials(const ReduceScatterSpec& call, RankBackend& backend) {
@@ -35,6 +48,16 @@ void place_peer_partials(const ReduceScatterSpec& call, RankBackend& backend) {
 void enqueue_gemms(const ReduceScatterSpec& call, RankResources& res, RankBackend& backend) {
   const int world = call.problem.world_size;
   const std::int64_t m = call.problem.m;
+  if (native(call)) {
+    // The arrival model's delays are small kernels on copy_in, behind the
+    // chunk flags: the grid leaves them an SM (bench/NOTES.md states the
+    // cost). Real shipping needs none.
+    const int sms_left_free = call.modelled ? 1 : 0;
+    enqueue_native_partial({call.problem, call.native_kernel, call.a, call.b, call.partial,
+                            call.epoch, sms_left_free, nullptr, nullptr},
+                           res, backend);
+    return;
+  }
   if (call.plan.algorithm == Algorithm::pipelined) {
     LibraryGemm* lanes[2] = {&library_lane(backend, 0, "pipelined"),
                              &library_lane(backend, 1, "pipelined")};
@@ -67,7 +90,7 @@ void ship_over_pcie(const ReduceScatterSpec& call, RankResources& res) {
     const int owner = order[static_cast<std::size_t>(step)];
     char* staged_at = bounce + bytes * static_cast<std::size_t>(step);
     const rt::EventHandle staged = res.staged[static_cast<std::size_t>(step)]->get();
-    wait(res.copy_out.get(), computed(res, owner), "stream wait (partial chunk computed)");
+    wait_computed(call, res, res.copy_out.get(), owner);
     copy_rows(staged_at, call.partial_chunk(owner), bytes, call.row_bytes(),
               rt::Copy::device_to_host, res.copy_out.get(), "copy (partial chunk to pinned host)");
     record(staged, res.copy_out.get(), "event record (staged)");
@@ -92,15 +115,39 @@ void model_arrivals(const ReduceScatterSpec& call, RankResources& res) {
                                                       call.link_gbps);  // bytes / (GB/s) = ns
   const std::vector<int> order = core::send_order(world, call.problem.rank);
   for (int step = 0; step + 1 < world; ++step) {
-    wait(res.copy_in.get(), computed(res, order[static_cast<std::size_t>(step)]),
-         "stream wait (partial chunk computed)");
+    wait_computed(call, res, res.copy_in.get(), order[static_cast<std::size_t>(step)]);
     check(enqueue_link_delay(transfer_ns, res.copy_in.get()), "launch (arrival model delay)");
     record(res.slot_ready[static_cast<std::size_t>(step)]->get(), res.copy_in.get(),
            "event record (slot ready)");
   }
 }
 
+// The native GEMM's chunk signals live in the rank's flag words (W words are
+// enough of them, RankResources): chunk c's done flag, then its tile counter.
+std::uint32_t* done_flags(RankResources& res) {
+  return static_cast<std::uint32_t*>(res.flags.get());
+}
+
 }  // namespace
+
+void reset_native_signals(RankResources& res, int world, rt::StreamHandle stream) {
+  check(rt::memset_async(res.flags.get(), 0,
+                         2 * sizeof(std::uint32_t) * static_cast<std::size_t>(world), stream),
+        "memset (chunk flags and tile counters)");
+}
+
+void enqueue_native_partial(NativeReduceScatter call, RankResources& res, RankBackend& backend) {
+  call.done_flags = done_flags(res);
+  call.done_counters = done_flags(res) + call.problem.world_size;
+  backend.launch_native_reduce_scatter(call, res);
+  // The own chunk is the last one the grid computes: the reduction's wait.
+  record(computed(res, call.problem.rank), res.compute.get(), "event record (partial computed)");
+}
+
+void wait_native_chunk(RankResources& res, rt::StreamHandle stream, int chunk,
+                       std::uint32_t epoch) {
+  wait_value32_equal(stream, done_flags(res) + chunk, epoch);
+}
 
 void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, RankBackend& backend) {
   const rt::StreamHandle s = call.stream;
@@ -110,6 +157,7 @@ void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, Rank
   }
   if (call.modelled) place_peer_partials(call, backend);
   if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
+  if (native(call)) reset_native_signals(res, call.problem.world_size, s);
 
   record(res.fork.get(), s, "event record (fork)");
   for (rt::StreamHandle side :

@@ -2,9 +2,12 @@
 // halves the transport enqueues in turn (loopback_comm.cpp):
 //   products:  [modelled: the peers' partials of this rank's chunk, placed
 //              into its slots before the timed span] -> call_begin -> fork ->
-//              the partial's GEMMs in core::send_order (pipelined: one per
-//              chunk on two lanes; decomposed: one) -> each peer chunk
-//              shipped to its owner's slot as its GEMM completes (pcie:
+//              the partial's GEMMs in core::send_order (native: one
+//              persistent grid that releases each chunk's flag once its last
+//              tile is stored; pipelined: one per chunk on two lanes;
+//              decomposed: one) -> each peer chunk shipped to its owner's
+//              slot as its GEMM completes (native: a stream memory operation
+//              waits on the chunk's flag, enqueued after the grid; pcie:
 //              device -> pinned host -> owner's slot on copy engines, then
 //              the owner's slot flag; modelled: the link's transfer time,
 //              then the slot's event);
@@ -26,6 +29,20 @@
 #include "gpu/reduce_scatter_spec.hpp"
 
 namespace asynctp::gpu {
+
+// The native GEMM's part of a reduce-scatter call, for every transport:
+// - reset_native_signals: the chunk flags and tile counters back to 0, on
+//   the caller's stream before the fork (a graph replays the epoch it
+//   captured, so last replay's flags would look ready);
+// - enqueue_native_partial: the grid on res.compute (call's flags and
+//   counters are the rank's), then res.computed[rank] (the own chunk, the
+//   grid's last);
+// - wait_native_chunk: `stream` waits (a stream memory operation: no SM)
+//   until chunk c is stored. Enqueue it after the grid: then nothing in any
+//   hardware queue waits ahead of the GEMM (CUDA_DEVICE_MAX_CONNECTIONS=1).
+void reset_native_signals(RankResources& res, int world, rt::StreamHandle stream);
+void enqueue_native_partial(NativeReduceScatter call, RankResources& res, RankBackend& backend);
+void wait_native_chunk(RankResources& res, rt::StreamHandle stream, int chunk, std::uint32_t epoch);
 
 void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, RankBackend& backend);
 

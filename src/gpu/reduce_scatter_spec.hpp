@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "asynctp/tensor.hpp"
@@ -25,6 +26,7 @@ struct ReceiveSide {
 struct ReduceScatterSpec {
   core::ProblemDesc problem;  // m = rows each rank receives, M = W * m
   core::Plan plan;
+  std::string native_kernel;  // native only: the config the plan chose
   Link link = Link::pcie;
   double link_gbps = 0;
   // The peers' partials of this rank's chunk are computed by this rank

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "asynctp/error.hpp"
+#include "support/expect_error.hpp"
 
 namespace asynctp::bootstrap {
 namespace {
@@ -46,6 +47,17 @@ Env with_master(Env env) {
 TEST(LaunchEnv, NoLauncherMeansOneProcess) {
   EXPECT_FALSE(launch_info_from_env(lookup({})).has_value());
   EXPECT_FALSE(launch_info_from_env(lookup(kMaster)).has_value());
+}
+
+// A communicator that needs a launcher (nccl:: and cpu::comm_from_environment)
+// names the variables it looked for when none is set.
+TEST(LaunchEnv, ACommunicatorThatNeedsALauncherSaysWhatItLookedFor) {
+  asynctp_test::expect_invalid_argument([] { (void)launched_process_info(lookup(kMaster)); },
+                                        "environment",
+                                        "no launcher variables found (RANK and WORLD_SIZE");
+  const LaunchInfo info =
+      launched_process_info(lookup({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "0"}}));
+  EXPECT_EQ(info.world_size, 1);
 }
 
 TEST(LaunchEnv, EachLauncherIsRecognised) {

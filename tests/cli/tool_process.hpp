@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -73,9 +74,17 @@ inline const std::pair<std::string, std::string> kMachineGpus = {"CUDA_VISIBLE_D
 // the ones a test wants. GPUs are hidden (CUDA_VISIBLE_DEVICES="") unless a
 // test asks for them, so that `--backend auto` means cpu, and every
 // expectation holds, on GPU machines as well.
-inline ToolResult run_tool(const std::vector<std::string>& args,
-                           const std::vector<std::pair<std::string, std::string>>& env = {}) {
-  TempDir dir;
+// start_tool returns at once; finish_tool waits for the tool. Several may
+// run at once (the ranks of a launched job).
+struct StartedTool {
+  pid_t pid = -1;
+  std::unique_ptr<TempDir> dir = std::make_unique<TempDir>();
+};
+
+inline StartedTool start_tool(const std::vector<std::string>& args,
+                              const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  StartedTool started;
+  const TempDir& dir = *started.dir;
   const std::string out_path = dir.file("stdout");
   const std::string err_path = dir.file("stderr");
   const std::string tool = tool_path();
@@ -86,7 +95,6 @@ inline ToolResult run_tool(const std::vector<std::string>& args,
   for (std::string& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
 
-  ToolResult result;
   const pid_t pid = fork();
   if (pid == 0) {
     const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -114,13 +122,24 @@ inline ToolResult run_tool(const std::vector<std::string>& args,
     execv(tool.c_str(), argv.data());
     _exit(127);  // exec failed: the tool was not built where we looked
   }
-  if (pid < 0) return result;
+  started.pid = pid;
+  return started;
+}
+
+inline ToolResult finish_tool(StartedTool started) {
+  ToolResult result;
+  if (started.pid < 0) return result;
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(started.pid, &status, 0);
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  result.out = read_file(out_path);
-  result.err = read_file(err_path);
+  result.out = read_file(started.dir->file("stdout"));
+  result.err = read_file(started.dir->file("stderr"));
   return result;
+}
+
+inline ToolResult run_tool(const std::vector<std::string>& args,
+                           const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  return finish_tool(start_tool(args, env));
 }
 
 inline bool contains(const std::string& text, const std::string& part) {

@@ -1,5 +1,5 @@
-// The agreement records a peer process sends through NCCL's all-gather
-// (src/cuda/nccl/agreement_wire): any 512-byte block must decode to a record
+// The agreement records a peer process sends (through NCCL's all-gather or
+// a shared-memory slot; src/core/agreement_wire): any 512-byte block must decode to a record
 // or an asynctp::Error, re-encode to the same record, and a set of decoded
 // records must reach a verdict (core::find_disagreement) without a crash or
 // an overflow, whatever numbers they carry. The input is cut into up to
@@ -13,10 +13,10 @@
 
 #include "asynctp/error.hpp"
 #include "core/agreement.hpp"
-#include "cuda/nccl/agreement_wire.hpp"
+#include "core/agreement_wire.hpp"
 
-using asynctp::nccl::kWireRecordBytes;
-using asynctp::nccl::WireRecord;
+using asynctp::core::kWireRecordBytes;
+using asynctp::core::WireRecord;
 
 namespace {
 
@@ -38,14 +38,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     WireRecord wire{};
     std::memcpy(wire.data(), data + offset, std::min(kWireRecordBytes, size - offset));
     try {
-      records.push_back(asynctp::nccl::decode(wire));
+      records.push_back(asynctp::core::decode(wire));
     } catch (const asynctp::Error& e) {
       if (e.code() != asynctp::ErrorCode::backend) std::abort();
       return 0;
     }
     // An error text that fills its field ends in "..." once re-encoded.
     if (records.back().error.size() < 255 &&
-        !same(asynctp::nccl::decode(asynctp::nccl::encode(records.back())), records.back())) {
+        !same(asynctp::core::decode(asynctp::core::encode(records.back())), records.back())) {
       std::abort();
     }
   }

@@ -6,9 +6,10 @@
 // loopback_max_connections_test.cpp) and skips otherwise.
 //
 //   LoopbackReduceScatterMaxConnections.EveryAlgorithmCompletes
-//       W = 4, both links: pipelined and decomposed forced, and auto (which
-//       picks decomposed and names the variable): correct on every rank,
-//       two rounds each.
+//       W = 4, both links: native, pipelined and decomposed forced, and auto
+//       (which picks decomposed and names the variable): correct on every
+//       rank, two rounds each. Native's chunk waits are enqueued after its
+//       grid, so none sits ahead of the GEMM in the one queue.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -36,7 +37,7 @@ TEST(LoopbackReduceScatterMaxConnections, EveryAlgorithmCompletes) {
   constexpr int kWorld = 4;
   for (Link link : {Link::pcie, Link::arrival}) {
     for (Algorithm algorithm :
-         {Algorithm::pipelined, Algorithm::decomposed, Algorithm::automatic}) {
+         {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed, Algorithm::automatic}) {
       const std::string what = std::string(cuda::to_string(link)) + " " + to_string(algorithm);
       const Seed seed(what);
       SCOPED_TRACE(seed.note() + " " + what);

@@ -6,21 +6,27 @@
 //   LoopbackReduceScatter/AllCases.MatchesFloat64OnEveryRank
 //       W = 1..8 x Link::pcie/arrival x pipelined/decomposed x
 //       bf16/fp16/fp32 x B row/col-major; random shapes from the printed
-//       seed (any m, n; uneven K-slices). Two rounds per group with fresh
-//       inputs: the second reuses the first's slots and flags.
+//       seed (any m, n; uneven K-slices). Native: W = 1..8 x both links x
+//       B row/col-major in bf16, shapes on its tile grid (m a multiple of
+//       256; n and the uneven K-slices multiples of 8; n off the 256-column
+//       tile grid, so the last tiles are partial). Two rounds per group with
+//       fresh inputs: the second reuses the first's slots, flags and tile
+//       counters.
 //   LoopbackReduceScatterPlan.AutoAndForcedNative
-//       auto picks pipelined (W = 4, 256 rows per chunk) or decomposed
-//       (W = 1) and runs correctly; forced native fails on every rank with
-//       Error(unsupported) naming the missing kernel, outputs untouched.
+//       forced native runs correctly at W = 1 and 4 (256 rows per chunk);
+//       auto runs correctly and says why; off the tile grid (200 rows per
+//       chunk; n = 260) forced native fails on every rank with
+//       Error(unsupported) naming the rule, outputs untouched.
 //   LoopbackReduceScatterBadInput.OneRankFailsAll
 //       a wrong out shape or a dtype mix on one rank: every rank throws,
 //       no rank's out is written.
 //   LoopbackReduceScatterSerialized.ArrivalModelIsCorrect
-//       serialize_ranks with Link::arrival: correct, last_call_ms > 0;
+//       serialize_ranks with Link::arrival (native, pipelined, decomposed):
+//       correct, last_call_ms > 0;
 //       serialize_ranks with Link::pcie: refused, saying why.
 //   LoopbackReduceScatterGraph.ReplaysWithFreshInputs
-//       Link::arrival: each rank captures its uncaptured-first call; three
-//       replays with fresh inputs are correct; a direct call afterwards too.
+//       native, pipelined and decomposed. Link::arrival: each rank captures its uncaptured-first
+//       call; three replays with fresh inputs are correct; a direct call afterwards too.
 //       Link::pcie: the capture is refused on every rank (each rank's graph
 //       would wait on its peers' graphs), outputs untouched, and the group
 //       still runs direct calls.
@@ -47,19 +53,24 @@ using cuda::Link;
 using cuda::LoopbackGroup;
 namespace lb = asynctp_test::loopback;
 
-constexpr const char* kNoNativeReason =
-    "the native reduce-scatter kernel (a tile-completion signal in the CUTLASS epilogue) is not "
-    "built yet";
-
 std::int64_t draw(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
   return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
 }
 
-RsShape draw_shape(int world, DType dtype, bool b_col_major, std::mt19937_64& rng) {
+// Native needs its tile grid: 256 rows per chunk (the kernel's tile M x
+// cluster M), n and k multiples of 8 (16-byte TMA strides).
+RsShape draw_shape(int world, DType dtype, bool b_col_major, Algorithm algorithm,
+                   std::mt19937_64& rng) {
   RsShape s;
   s.world = world;
   s.dtype = dtype;
   s.b_col_major = b_col_major;
+  if (algorithm == Algorithm::native) {
+    s.m = 256 * draw(rng, 1, 2);
+    s.n = 8 * draw(rng, 1, 80);
+    for (int r = 0; r < world; ++r) s.k.push_back(8 * draw(rng, 1, 60));
+    return s;
+  }
   s.m = draw(rng, 1, 160);
   s.n = draw(rng, 1, 300);
   for (int r = 0; r < world; ++r) s.k.push_back(draw(rng, 1, 300));
@@ -97,6 +108,8 @@ std::vector<Case> cases() {
           for (bool col : {false, true}) all.push_back({world, link, a, dtype, col});
         }
       }
+      for (bool col : {false, true})
+        all.push_back({world, link, Algorithm::native, DType::bf16, col});
     }
   }
   return all;
@@ -110,7 +123,7 @@ TEST_P(LoopbackReduceScatter, MatchesFloat64OnEveryRank) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  const RsShape shape = draw_shape(c.world, c.dtype, c.b_col_major, rng);
+  const RsShape shape = draw_shape(c.world, c.dtype, c.b_col_major, c.algorithm, rng);
   SCOPED_TRACE(shape.to_string());
   lb::print_case(seed, describe(c) + " " + shape.to_string());
 
@@ -144,49 +157,53 @@ TEST(LoopbackReduceScatterPlan, AutoAndForcedNative) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
+  const Options forced = lb::options_for(Algorithm::native);
   for (int world : {1, 4}) {
     SCOPED_TRACE("W=" + std::to_string(world));
     LoopbackGroup group(lb::loopback_config(world, Link::pcie));
     RankStreams streams;
     CUDA_ASSERT(streams.create(world));
-    // Fits every rule of native but the missing kernel: bf16, 256 rows.
+    // On native's tile grid: bf16, 256 rows per chunk, n off the N tile.
     DeviceRsProblem problem(asynctp_test::rs_shape(world, 256, 264, 128), rng);
     ASSERT_NO_FATAL_FAILURE(problem.prepare());
+    lb::expect_all_ok(run(group, streams, problem, forced, "forced native"), Algorithm::native);
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
 
-    const Options forced = lb::options_for(Algorithm::native);
-    for (int r = 0; r < world; ++r) {
-      try {
-        (void)problem.plan(group.comm(r), forced);
-        ADD_FAILURE() << "rank " << r << ": forced native was planned";
-      } catch (const Error& e) {
-        EXPECT_EQ(ErrorCode::unsupported, e.code()) << e.what();
-        EXPECT_TRUE(lb::contains(e.what(), kNoNativeReason)) << e.what();
-      }
-    }
-    const auto refused = run(group, streams, problem, forced, "forced native");
-    for (int r = 0; r < world; ++r) {
-      const lb::RankResult& res = refused[static_cast<std::size_t>(r)];
-      EXPECT_FALSE(res.call_ok) << "rank " << r;
-      EXPECT_EQ(ErrorCode::unsupported, res.code.value_or(ErrorCode::backend)) << res.message;
-      EXPECT_TRUE(lb::contains(res.message, kNoNativeReason)) << res.message;
-    }
-    ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("forced native"));
-
+    ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
     Options automatic;
     automatic.wait_timeout_ms = lb::kSafeWaitTimeoutMs;
-    // One hardware queue (the binary's second run) makes auto decomposed.
-    const bool overlap = world > 1 && !lb::single_hardware_queue();
-    const Algorithm expected = overlap ? Algorithm::pipelined : Algorithm::decomposed;
     const auto results = run(group, streams, problem, automatic, "auto");
-    lb::expect_all_ok(results, expected);
-    if (overlap) {
-      for (const auto& res : results) {
-        EXPECT_TRUE(lb::contains(res.info.reason, kNoNativeReason)) << res.info.reason;
-      }
+    for (const auto& res : results) {
+      EXPECT_TRUE(res.call_ok) << res.message;
+      EXPECT_FALSE(res.info.reason.empty());
+      EXPECT_EQ(results[0].info.algorithm, res.info.algorithm);
     }
     std::printf("  W=%d auto: %s: %s\n", world, to_string(results[0].info.algorithm),
                 results[0].info.reason.c_str());
     ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+
+    // Off the tile grid: refused with the rule, on every rank.
+    struct OffGrid {
+      asynctp_test::RsShape shape;
+      const char* rule;
+    };
+    const OffGrid off_grid[] = {
+        {asynctp_test::rs_shape(world, 200, 264, 128), "is not a multiple of the native tile M"},
+        {asynctp_test::rs_shape(world, 256, 260, 128), "n (260) is not a multiple of 8"},
+    };
+    for (const OffGrid& off : off_grid) {
+      SCOPED_TRACE(off.shape.to_string());
+      DeviceRsProblem refused_problem(off.shape, rng);
+      ASSERT_NO_FATAL_FAILURE(refused_problem.prepare());
+      const auto refused = run(group, streams, refused_problem, forced, "forced native off grid");
+      for (int r = 0; r < world; ++r) {
+        const lb::RankResult& res = refused[static_cast<std::size_t>(r)];
+        EXPECT_FALSE(res.call_ok) << "rank " << r;
+        EXPECT_EQ(ErrorCode::unsupported, res.code.value_or(ErrorCode::backend)) << res.message;
+        EXPECT_TRUE(lb::contains(res.message, off.rule)) << res.message;
+      }
+      ASSERT_NO_FATAL_FAILURE(refused_problem.expect_all_outputs_untouched("forced native"));
+    }
   }
 }
 
@@ -253,7 +270,7 @@ TEST(LoopbackReduceScatterSerialized, ArrivalModelIsCorrect) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  for (Algorithm algorithm : {Algorithm::pipelined, Algorithm::decomposed}) {
+  for (Algorithm algorithm : {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed}) {
     SCOPED_TRACE(to_string(algorithm));
     LoopbackGroup group(lb::loopback_config(kWorld, Link::arrival, 400, /*serialize_ranks=*/true));
     RankStreams streams;
@@ -320,7 +337,8 @@ TEST_P(LoopbackReduceScatterGraph, ReplaysWithFreshInputs) {
   const Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
-  const RsShape shape = draw_shape(kWorld, DType::bf16, c.algorithm == Algorithm::pipelined, rng);
+  const RsShape shape =
+      draw_shape(kWorld, DType::bf16, c.algorithm != Algorithm::decomposed, c.algorithm, rng);
   SCOPED_TRACE(shape.to_string());
   lb::print_case(seed, shape.to_string());
   LoopbackGroup group(lb::loopback_config(kWorld, c.link));
@@ -409,8 +427,10 @@ TEST_P(LoopbackReduceScatterGraph, ReplaysWithFreshInputs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, LoopbackReduceScatterGraph,
-                         ::testing::Values(GraphCase{Link::pcie, Algorithm::pipelined},
+                         ::testing::Values(GraphCase{Link::pcie, Algorithm::native},
+                                           GraphCase{Link::pcie, Algorithm::pipelined},
                                            GraphCase{Link::pcie, Algorithm::decomposed},
+                                           GraphCase{Link::arrival, Algorithm::native},
                                            GraphCase{Link::arrival, Algorithm::pipelined},
                                            GraphCase{Link::arrival, Algorithm::decomposed}),
                          [](const ::testing::TestParamInfo<GraphCase>& info) {

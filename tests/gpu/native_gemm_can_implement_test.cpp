@@ -20,15 +20,19 @@ using namespace asynctp_test::gpu;
 
 TEST(NativeGemmConfigs, TableIsConsistent) {
   ASYNCTP_REQUIRE_SM90();
-  const auto& configs = nat::native_gemm_configs();
-  ASSERT_FALSE(configs.empty());
-  for (const nat::NativeGemmConfig& c : configs) {
-    SCOPED_TRACE(c.name);
-    ASSERT_NE(nullptr, c.name);
-    EXPECT_EQ(&c, nat::find_native_gemm_config(c.name));
-    EXPECT_EQ(c.tile_m * c.cluster_m, c.m_granularity);
-    EXPECT_GE(c.swizzle, 1);
-    EXPECT_TRUE(c.has_b_row_major || c.has_b_col_major);
+  // Both sides: the all-gather's (the default) and the reduce-scatter's.
+  for (const nat::ChunkSync sync : {nat::ChunkSync::acquire_input, nat::ChunkSync::release_output}) {
+    const auto& configs = nat::native_gemm_configs(sync);
+    ASSERT_FALSE(configs.empty());
+    for (const nat::NativeGemmConfig& c : configs) {
+      SCOPED_TRACE(c.name);
+      ASSERT_NE(nullptr, c.name);
+      EXPECT_EQ(&c, nat::find_native_gemm_config(c.name));
+      EXPECT_EQ(sync, c.sync);
+      EXPECT_EQ(c.tile_m * c.cluster_m, c.m_granularity);
+      EXPECT_GE(c.swizzle, 1);
+      EXPECT_TRUE(c.has_b_row_major && c.has_b_col_major);
+    }
   }
   EXPECT_EQ(nullptr, nat::find_native_gemm_config("no_such_config"));
   const std::uint32_t ok[3] = {0, 0, 0};

@@ -8,9 +8,10 @@
 //
 //   NcclReduceScatter.WorldOfOne
 //       W = 1: bf16/fp16/fp32 x B row/col-major x decomposed, pipelined and
-//       auto (decomposed); forced native is Error(unsupported) naming the
-//       missing kernel, outputs untouched; a graph of an uncaptured-first
-//       call replays with fresh inputs, for both algorithms.
+//       auto (decomposed); native (bf16, 256 rows, both B layouts) correct,
+//       and refused off its tile grid with the rule, outputs untouched; a
+//       graph of an uncaptured-first call replays with fresh inputs, for all
+//       three algorithms.
 //   NcclReduceScatterMulti/W.EveryDtypeAndLayout
 //       W = 2, 4, 8 ranks on W GPUs (skip when fewer), random shapes with
 //       uneven K-slices, decomposed and auto (pipelined within one NVLink
@@ -115,18 +116,26 @@ TEST(NcclReduceScatter, WorldOfOne) {
   CUDA_ASSERT(streams.create(1, {0}));
   DeviceRsProblem problem(asynctp_test::rs_shape(1, 256, 264, 128), rng, {0});
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
+  // Native on its tile grid (256 rows, n and k multiples of 8), both B
+  // layouts; off the grid it is refused with the rule, outputs untouched.
+  for (bool col : {false, true}) {
+    ASSERT_NO_FATAL_FAILURE(
+        expect_correct(group, asynctp_test::rs_shape(1, 256, 264, 128, DType::bf16, col),
+                       Algorithm::native, Algorithm::native, rng));
+  }
   {
-    const auto results = run(group, streams, problem, lb::options_for(Algorithm::native), "native");
+    DeviceRsProblem off_grid(asynctp_test::rs_shape(1, 200, 264, 128), rng, {0});
+    ASSERT_NO_FATAL_FAILURE(off_grid.prepare());
+    const auto results =
+        run(group, streams, off_grid, lb::options_for(Algorithm::native), "native off grid");
     EXPECT_FALSE(results[0].call_ok);
     EXPECT_EQ(ErrorCode::unsupported, results[0].code.value_or(ErrorCode::backend))
         << results[0].message;
-    EXPECT_TRUE(lb::contains(results[0].message,
-                             "the native reduce-scatter kernel (a tile-completion signal in the "
-                             "CUTLASS epilogue) is not built yet"))
+    EXPECT_TRUE(lb::contains(results[0].message, "is not a multiple of the native tile M"))
         << results[0].message;
-    ASSERT_NO_FATAL_FAILURE(problem.expect_all_outputs_untouched("forced native"));
+    ASSERT_NO_FATAL_FAILURE(off_grid.expect_all_outputs_untouched("forced native off grid"));
   }
-  for (Algorithm algorithm : {Algorithm::decomposed, Algorithm::pipelined}) {
+  for (Algorithm algorithm : {Algorithm::decomposed, Algorithm::pipelined, Algorithm::native}) {
     SCOPED_TRACE(std::string("graph ") + to_string(algorithm));
     ASSERT_NO_FATAL_FAILURE(expect_graph_replays(group, streams, problem, algorithm, rng));
   }

@@ -67,6 +67,21 @@ double run_bounded(Group& group, const std::function<void(asynctp::Comm&)>& body
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
 }
 
+// The outcome of one call: its RunInfo, or what it threw.
+inline Outcome outcome_of(const std::function<asynctp::RunInfo()>& call) {
+  Outcome out;
+  try {
+    out.info = call();
+    out.ok = true;
+  } catch (const asynctp::Error& e) {
+    out.code = e.code();
+    out.message = e.what();
+  } catch (const std::exception& e) {
+    out.message = e.what();
+  }
+  return out;
+}
+
 // Every rank runs call(comm); each rank's result or exception is recorded.
 inline std::vector<Outcome> run_collective(
     asynctp::cpu::Group& group, const std::function<asynctp::RunInfo(asynctp::Comm&)>& call,
@@ -75,16 +90,7 @@ inline std::vector<Outcome> run_collective(
   run_bounded(
       group,
       [&](asynctp::Comm& comm) {
-        Outcome& out = outcomes[static_cast<std::size_t>(comm.rank())];
-        try {
-          out.info = call(comm);
-          out.ok = true;
-        } catch (const asynctp::Error& e) {
-          out.code = e.code();
-          out.message = e.what();
-        } catch (const std::exception& e) {
-          out.message = e.what();
-        }
+        outcomes[static_cast<std::size_t>(comm.rank())] = outcome_of([&] { return call(comm); });
       },
       limit_s);
   return outcomes;

@@ -70,20 +70,21 @@ std::unique_ptr<Backend> gpu_backend(const Args& args, const std::string& wanted
 }  // namespace
 
 void adopt_launcher(Args& args) {
-  if (args.backend == BackendChoice::cpu) return;
   const std::optional<LaunchInfo> launch = launch_info();
   if (!launch) return;
-  // auto without a usable GPU runs on the cpu backend, launcher or not.
-  if (args.backend == BackendChoice::automatic &&
-      !gpu_unavailable_reason(args.device_or_default()).empty()) {
-    return;
-  }
+  // auto without a usable GPU runs on the cpu backend.
+  const bool on_cpu = args.backend == BackendChoice::cpu ||
+                      (args.backend == BackendChoice::automatic &&
+                       !gpu_unavailable_reason(args.device_or_default()).empty());
+  // A launched world of one on the cpu is one process: --world-size thread
+  // ranks in it, as without a launcher.
+  if (on_cpu && launch->world_size == 1) return;
   if (args.world_size_given && args.world_size != launch->world_size) {
     fail("--world-size", "this process is rank " + std::to_string(launch->rank) + " of " +
                              std::to_string(launch->world_size) + " (" + launch->launcher +
                              "); leave --world-size out or give the same number");
   }
-  if (args.link() && *args.link() != LinkChoice::nccl) {
+  if (!on_cpu && args.link() && *args.link() != LinkChoice::nccl) {
     fail("--link", "one process per rank (" + launch->launcher + ") runs on real GPUs: nccl, not " +
                        to_string(*args.link()));
   }
@@ -153,14 +154,12 @@ std::unique_ptr<Backend> make_loopback_backend(const Args&) {
 }
 #endif
 
+std::optional<LaunchInfo> launch_info() { return launch_info_from_environment(); }
+
 #if defined(ASYNCTP_HAVE_NCCL_BACKEND)
 std::string nccl_unavailable_reason(int world_size) { return nccl::unavailable_reason(world_size); }
-
-std::optional<LaunchInfo> launch_info() { return launch_info_from_environment(); }
 #else
 std::string nccl_unavailable_reason(int) { return kNoNccl; }
-
-std::optional<LaunchInfo> launch_info() { return std::nullopt; }
 
 std::unique_ptr<Backend> make_nccl_backend(const Args&) {
   throw Error(ErrorCode::unsupported, std::string("--link nccl: ") + kNoNccl);

@@ -86,11 +86,13 @@ std::unique_ptr<Backend> make_backend(const Args& args);
 // can run NCCL ranks and no --device is named; else the pcie loopback model.
 LinkChoice gpu_link_for(const Args& args);
 
-// Under a launcher (one process per rank) on a GPU backend: the world size
-// comes from the launcher (a different --world-size is a UsageError), the
-// seed without --seed from the job.
+// Under a launcher (one process per rank; on the cpu backend, of a world
+// larger than one): the world size comes from the launcher (a different
+// --world-size is a UsageError), the seed without --seed from the job.
 void adopt_launcher(Args& args);
 
+// W thread ranks in this process, or this process's rank under a launcher
+// whose world is larger than one.
 std::unique_ptr<Backend> make_cpu_backend(const Args& args);
 std::unique_ptr<Backend> make_loopback_backend(const Args& args);  // W ranks on one GPU
 std::unique_ptr<Backend> make_nccl_backend(const Args& args);      // rank r on GPU r

@@ -56,6 +56,17 @@ constexpr const char* kLinkHelp =
     "            is the slowest rank's. Default for `run` when W > 1 and W GPUs are\n"
     "            present (and no --device is named).\n";
 
+// How the cpu backend runs: threads, or one process per rank under a launcher.
+constexpr const char* kCpuHelp =
+    "On the cpu backend the W ranks are threads of this process. Under a launcher\n"
+    "(torchrun, mpirun, srun) whose world is larger than one, each process is one rank\n"
+    "of a process group on this host (the workspace in POSIX shared memory, rank 0's\n"
+    "group id handed out over MASTER_ADDR, port ASYNCTP_RENDEZVOUS_PORT or\n"
+    "MASTER_PORT + 1); the world size comes from the launcher, the seed (when --seed\n"
+    "is not given) from the job, and rank 0 prints the table with its own call times;\n"
+    "every rank checks its own output and exits 1 if it is wrong.\n"
+    "  torchrun --nproc-per-node 4 --no-python build/tools/asynctp run --backend cpu\n";
+
 // How a GPU backend (cuda, hip) runs and is timed.
 constexpr const char* kCudaHelp =
     "On a GPU backend (cuda; hip in a ROCm build) the W ranks are a loopback group: W\n"
@@ -146,7 +157,7 @@ std::string help_of(Command command) {
            "The GPU-only flags are errors with --backend cpu, and with --backend auto\n"
            "when it picks cpu; --workers is an error on a GPU backend.\n"
            "\n" +
-           kAlgoHelp + "\n" + kCudaHelp + "\n" + kLinkHelp + "\n" + kEnvHelp +
+           kAlgoHelp + "\n" + kCpuHelp + "\n" + kCudaHelp + "\n" + kLinkHelp + "\n" + kEnvHelp +
            "\n"
            "Examples:\n"
            "  asynctp run --world-size 8 -m 8192 -n 2048 -k 2048 --check\n"

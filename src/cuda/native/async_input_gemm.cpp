@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -20,14 +21,16 @@ namespace {
 
 using detail::InstanceInfo;
 
-const std::vector<const InstanceInfo*>& instances() {
-  static const std::vector<const InstanceInfo*> all = {
 #define ASYNCTP_NATIVE_LIST_INSTANCE(id) &detail::instance_##id(),
-      ASYNCTP_NATIVE_INSTANCES(ASYNCTP_NATIVE_LIST_INSTANCE)
-#undef ASYNCTP_NATIVE_LIST_INSTANCE
-  };
-  return all;
+// The instances of one side (instances.hpp keeps a list per side).
+const std::vector<const InstanceInfo*>& instances(ChunkSync sync) {
+  static const std::vector<const InstanceInfo*> input = {
+      ASYNCTP_NATIVE_INSTANCES(ASYNCTP_NATIVE_LIST_INSTANCE)};
+  static const std::vector<const InstanceInfo*> output = {
+      ASYNCTP_NATIVE_OUTPUT_INSTANCES(ASYNCTP_NATIVE_LIST_INSTANCE)};
+  return sync == ChunkSync::release_output ? output : input;
 }
+#undef ASYNCTP_NATIVE_LIST_INSTANCE
 
 bool same_kernel(const InstanceInfo& i, const NativeGemmConfig& c) {
   return i.schedule == c.schedule && i.tile_m == c.tile_m && i.tile_n == c.tile_n &&
@@ -35,7 +38,7 @@ bool same_kernel(const InstanceInfo& i, const NativeGemmConfig& c) {
 }
 
 const InstanceInfo* find_instance(const NativeGemmConfig& c, bool b_col_major) {
-  for (const InstanceInfo* i : instances()) {
+  for (const InstanceInfo* i : instances(c.sync)) {
     if (same_kernel(*i, c) && i->b_col_major == b_col_major) return i;
   }
   return nullptr;
@@ -54,22 +57,29 @@ const InstanceInfo* find_instance(const NativeGemmConfig& c, bool b_col_major) {
 //     bursts but 2-9 % slower in sustained W = 8 loopback runs at N = 8192
 //     (bench/NOTES.md v8), hence 0.95
 //   ping-pong 128x128 1x2: m_per_chunk a multiple of 128 only
+// The reduce-scatter side (ChunkSync::release_output) has one kernel shape,
+// coop 128x256 2x1 (m granularity 256), the all-gather side's most general
+// cooperative one; its efficiency is relative to the same reference (its
+// epilogue waits for each tile's stores: bench/NOTES.md states the cost).
 struct ConfigSpec {
+  ChunkSync sync;
   KernelSchedule schedule;
   int tile_m, tile_n, tile_k, cluster_m, cluster_n, swizzle;
   double efficiency;
   std::int64_t max_m;
 };
 constexpr ConfigSpec kConfigSpecs[] = {
-    {KernelSchedule::kCooperative, 256, 160, 64, 2, 1, 2, 1.00, 0},
-    {KernelSchedule::kCooperative, 128, 256, 64, 2, 1, 1, 1.00, 0},
-    {KernelSchedule::kPingpong, 128, 128, 64, 2, 1, 1, 0.95, 0},
-    {KernelSchedule::kPingpong, 128, 128, 64, 1, 2, 4, 0.92, 0},
+    {ChunkSync::acquire_input, KernelSchedule::kCooperative, 256, 160, 64, 2, 1, 2, 1.00, 0},
+    {ChunkSync::acquire_input, KernelSchedule::kCooperative, 128, 256, 64, 2, 1, 1, 1.00, 0},
+    {ChunkSync::acquire_input, KernelSchedule::kPingpong, 128, 128, 64, 2, 1, 1, 0.95, 0},
+    {ChunkSync::acquire_input, KernelSchedule::kPingpong, 128, 128, 64, 1, 2, 4, 0.92, 0},
+    {ChunkSync::release_output, KernelSchedule::kCooperative, 128, 256, 64, 2, 1, 1, 1.00, 0},
 };
 
 std::string config_name(const ConfigSpec& s) {
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%s_%dx%dx%d_c%dx%d_s%d",
+  std::snprintf(buf, sizeof buf, "%s%s_%dx%dx%d_c%dx%d_s%d",
+                s.sync == ChunkSync::release_output ? "rs_" : "",
                 s.schedule == KernelSchedule::kCooperative ? "coop" : "pp", s.tile_m, s.tile_n,
                 s.tile_k, s.cluster_m, s.cluster_n, s.swizzle);
   return buf;
@@ -105,13 +115,17 @@ const char* schedule_name(KernelSchedule s) {
   return s == KernelSchedule::kCooperative ? "cooperative" : "pingpong";
 }
 
-const std::vector<NativeGemmConfig>& native_gemm_configs() {
-  static const std::vector<NativeGemmConfig> configs = [] {
+namespace {
+
+// Both sides' configs, each side's in kConfigSpecs order.
+const std::array<std::vector<NativeGemmConfig>, 2>& configs_by_side() {
+  static const std::array<std::vector<NativeGemmConfig>, 2> sides = [] {
     static std::vector<std::string> names;  // owns the name strings
     names.reserve(sizeof(kConfigSpecs) / sizeof(kConfigSpecs[0]));
-    std::vector<NativeGemmConfig> out;
+    std::array<std::vector<NativeGemmConfig>, 2> out;
     for (const ConfigSpec& s : kConfigSpecs) {
       NativeGemmConfig c{};
+      c.sync = s.sync;
       c.schedule = s.schedule;
       c.tile_m = s.tile_m;
       c.tile_n = s.tile_n;
@@ -127,21 +141,34 @@ const std::vector<NativeGemmConfig>& native_gemm_configs() {
       if (!c.has_b_row_major && !c.has_b_col_major) continue;  // not built
       names.push_back(config_name(s));
       c.name = names.back().c_str();
-      out.push_back(c);
+      out[c.sync == ChunkSync::release_output ? 1 : 0].push_back(c);
     }
     return out;
   }();
-  return configs;
+  return sides;
+}
+
+}  // namespace
+
+const std::vector<NativeGemmConfig>& native_gemm_configs(ChunkSync sync) {
+  return configs_by_side()[sync == ChunkSync::release_output ? 1 : 0];
 }
 
 const NativeGemmConfig* find_native_gemm_config(const std::string& name) {
-  for (const NativeGemmConfig& c : native_gemm_configs()) {
-    if (name == c.name) return &c;
+  for (const auto& side : configs_by_side()) {
+    for (const NativeGemmConfig& c : side) {
+      if (name == c.name) return &c;
+    }
   }
   return nullptr;
 }
 
 bool can_implement(const NativeGemmConfig& c, const NativeGemmArgs& a, std::string* reason) {
+  const bool releases = c.sync == ChunkSync::release_output;
+  if (a.sync != c.sync) {
+    return fail(reason, std::string("config ") + (c.name ? c.name : "?") + " is the " +
+                            (releases ? "reduce-scatter" : "all-gather") + " side's kernel");
+  }
   if (!find_instance(c, a.b_col_major)) {
     return fail(reason, std::string("config ") + (c.name ? c.name : "?") + " was not built for " +
                             (a.b_col_major ? "column" : "row") + "-major B");
@@ -180,11 +207,17 @@ bool can_implement(const NativeGemmConfig& c, const NativeGemmArgs& a, std::stri
       m * a.n > limit) {
     return fail(reason, "each tensor must have fewer than 2^31 elements (32-bit indexing)");
   }
-  if (!a.chunk_flags) return fail(reason, "chunk_flags must not be null");
-  if (!a.error_words || (reinterpret_cast<std::uintptr_t>(a.error_words) & 3u) != 0) {
-    return fail(reason, "error_words must be 3 aligned device-visible words");
+  if (releases) {
+    if (!a.done_flags || !a.done_counters) {
+      return fail(reason, "done_flags and done_counters must not be null");
+    }
+  } else {
+    if (!a.chunk_flags) return fail(reason, "chunk_flags must not be null");
+    if (!a.error_words || (reinterpret_cast<std::uintptr_t>(a.error_words) & 3u) != 0) {
+      return fail(reason, "error_words must be 3 aligned device-visible words");
+    }
+    if (a.timeout_ns == 0) return fail(reason, "timeout_ns must be > 0 (every wait is bounded)");
   }
-  if (a.timeout_ns == 0) return fail(reason, "timeout_ns must be > 0 (every wait is bounded)");
   if (sm_limit(a) < c.cluster_m * c.cluster_n) {
     return fail(reason, "max_sms is smaller than one cluster of " + std::string(c.name));
   }
@@ -214,11 +247,16 @@ void preload_kernels(int device) {
   shape.chunk_flags = words;
   shape.error_words = words;
   shape.timeout_ns = 1;
-  for (const NativeGemmConfig& c : native_gemm_configs()) {
-    shape.m_per_chunk = c.m_granularity;
-    for (const bool col_major : {false, true}) {
-      shape.b_col_major = col_major;
-      (void)grid_size(c, shape);  // the occupancy query loads the kernel
+  shape.done_flags = words;
+  shape.done_counters = words;
+  for (const auto& side : configs_by_side()) {
+    for (const NativeGemmConfig& c : side) {
+      shape.sync = c.sync;
+      shape.m_per_chunk = c.m_granularity;
+      for (const bool col_major : {false, true}) {
+        shape.b_col_major = col_major;
+        (void)grid_size(c, shape);  // the occupancy query loads the kernel
+      }
     }
   }
   (void)cudaSetDevice(previous);
@@ -226,7 +264,7 @@ void preload_kernels(int device) {
 
 std::vector<core::NativeConfig> native_config_facts(const NativeGemmArgs& a) {
   std::vector<core::NativeConfig> out;
-  for (const NativeGemmConfig& c : native_gemm_configs()) {
+  for (const NativeGemmConfig& c : native_gemm_configs(a.sync)) {
     if (!(a.b_col_major ? c.has_b_col_major : c.has_b_row_major)) continue;
     core::NativeConfig fact;
     fact.name = c.name;

@@ -14,6 +14,13 @@
 // expiry the kernel records the chunk in error_words and stops waiting (the
 // result is then garbage; see native_gemm_error_message), so it never hangs.
 //
+// The same kernel family also runs the reduce-scatter side (ChunkSync::
+// release_output): the stock mainloop waits on nothing, the tiles are visited
+// in the same chunk order from the pivot (the send order: pivot = rank + 1),
+// and the epilogue, once a tile's TMA stores are complete, counts it toward
+// its chunk; the chunk's last tile releases done_flags[c] = epoch (system
+// scope). Copy engines behind stream memory operations then ship the chunk.
+//
 // This header has no CUTLASS and no CUDA device code: include it anywhere.
 #pragma once
 
@@ -25,6 +32,12 @@
 #include <vector>
 
 namespace asynctp::cuda::native {
+
+// What the persistent GEMM synchronizes on with its producer.
+enum class ChunkSync {
+  acquire_input,   // all-gather: waits for chunk_flags[c] before loading A's chunk c
+  release_output,  // reduce-scatter: releases done_flags[c] once C's chunk c is stored
+};
 
 struct NativeGemmArgs {
   const void* a = nullptr;  // (world_size * m_per_chunk) x k, row-major, 16-byte aligned
@@ -43,12 +56,20 @@ struct NativeGemmArgs {
   // wait timed out; [1] = the flag value seen then; [2] = the epoch expected.
   std::uint32_t* error_words = nullptr;
   int max_sms = 0;  // grid size limit (CTAs); <= 0 = every SM of the device
+  // ChunkSync::release_output only (chunk_flags, timeout_ns and error_words
+  // are then unused): world_size flags, set to epoch as each chunk of C is
+  // stored, and world_size tile counters, 0 before the launch (and after it).
+  // (Kept last: the kernel instances read the fields above by offset.)
+  ChunkSync sync = ChunkSync::acquire_input;
+  std::uint32_t* done_flags = nullptr;
+  std::uint32_t* done_counters = nullptr;
 };
 
 enum class KernelSchedule { kCooperative, kPingpong };
 
 struct NativeGemmConfig {
-  const char* name;  // e.g. "pp_128x128x64_c2x1_s1"
+  const char* name;  // e.g. "pp_128x128x64_c2x1_s1"; "rs_" first for release_output
+  ChunkSync sync;    // the op side this config's kernels were built for
   int tile_m, tile_n, tile_k;
   int cluster_m, cluster_n;
   // m_per_chunk must be a multiple of this (tile_m * cluster_m): the planner's
@@ -69,16 +90,18 @@ struct NativeGemmConfig {
 
 const char* schedule_name(KernelSchedule s);
 
-// Every config of this build, in a stable order.
-const std::vector<NativeGemmConfig>& native_gemm_configs();
-// nullptr when no config has that name.
+// Every config of this build for one side, in a stable order.
+const std::vector<NativeGemmConfig>& native_gemm_configs(ChunkSync sync = ChunkSync::acquire_input);
+// nullptr when no config (of either side) has that name.
 const NativeGemmConfig* find_native_gemm_config(const std::string& name);
 
 // True when `config` can run `args` on the current device; otherwise false
 // and *reason (when given) says why in one line. Checks the device (sm_90),
 // shapes (m_per_chunk % m_granularity, n and k multiples of 8, < 2^31
 // elements per tensor), 16-byte alignment, flags/error words, timeout, pivot,
-// and that the config was built for args.b_col_major.
+// that the config was built for args.b_col_major and args.sync, and the
+// words of that side (flags, error words and timeout, or done flags and
+// counters).
 bool can_implement(const NativeGemmConfig& config, const NativeGemmArgs& args,
                    std::string* reason = nullptr);
 

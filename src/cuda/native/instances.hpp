@@ -39,8 +39,15 @@ struct InstanceInfo {
   X(coop_128x256x64_c2x1_brow)      \
   X(coop_128x256x64_c2x1_bcol)
 
+// The reduce-scatter side's (ChunkSync::release_output): one kernel shape,
+// both B layouts, to keep the build short.
+#define ASYNCTP_NATIVE_OUTPUT_INSTANCES(X) \
+  X(rs_coop_128x256x64_c2x1_brow)          \
+  X(rs_coop_128x256x64_c2x1_bcol)
+
 #define ASYNCTP_NATIVE_DECLARE_INSTANCE(id) const InstanceInfo& instance_##id();
 ASYNCTP_NATIVE_INSTANCES(ASYNCTP_NATIVE_DECLARE_INSTANCE)
+ASYNCTP_NATIVE_OUTPUT_INSTANCES(ASYNCTP_NATIVE_DECLARE_INSTANCE)
 #undef ASYNCTP_NATIVE_DECLARE_INSTANCE
 
 }  // namespace asynctp::cuda::native::detail

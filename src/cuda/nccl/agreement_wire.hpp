@@ -1,24 +1,14 @@
-// The agreement step across processes: a rank's call record (core/agreement)
-// as a fixed-size block of bytes that an NCCL all-gather can carry, and back.
-// Pure, so the encoding is tested without a GPU.
+// The NCCL transport's agreement records are the core encoding shared with
+// the CPU process transport (core/agreement_wire.hpp).
 #pragma once
 
-#include <array>
-#include <cstddef>
-
-#include "core/agreement.hpp"
+#include "core/agreement_wire.hpp"
 
 namespace asynctp::nccl {
 
-inline constexpr std::size_t kWireRecordBytes = 512;
-using WireRecord = std::array<unsigned char, kWireRecordBytes>;
-
-// Carries ok, world size, the problem (op, m, n, k, dtype, B layout,
-// gathered output), the plan (algorithm, tiles), whether the workspace must
-// grow and up to 255 bytes of the error
-// (longer messages are cut, ending in "...").
-WireRecord encode(const core::CallRecord& record);
-// Throws Error(backend) on a block that is not a record of this version.
-core::CallRecord decode(const WireRecord& wire);
+using core::decode;
+using core::encode;
+using core::kWireRecordBytes;
+using core::WireRecord;
 
 }  // namespace asynctp::nccl

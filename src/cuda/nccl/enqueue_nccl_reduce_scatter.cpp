@@ -8,6 +8,7 @@
 #include "gpu/check.hpp"
 #include "gpu/rank_backend.hpp"
 #include "gpu/partial_kernels.hpp"
+#include "gpu/reduce_scatter_enqueue.hpp"
 
 namespace asynctp::nccl {
 namespace {
@@ -39,36 +40,51 @@ void enqueue_decomposed(const NcclReduceScatterCall& call, const NcclCallContext
              "ncclReduceScatter(partials)", context.comm);
 }
 
-void enqueue_pipelined(const NcclReduceScatterCall& call, const NcclCallContext& context,
-                       gpu::RankResources& res) {
+// Per-chunk library GEMMs (pipelined) or the native grid, each finished
+// peer chunk pushed to its owner as soon as it is computed.
+void enqueue_overlapped(const NcclReduceScatterCall& call, const NcclCallContext& context,
+                        gpu::RankResources& res) {
   const rt::StreamHandle s = call.stream;
   const core::ProblemDesc& p = call.problem;
   const int world = p.world_size;
   const std::size_t bytes = chunk_bytes(p);
   char* partial = static_cast<char*>(call.partial);
 
+  const bool native = call.plan.algorithm == Algorithm::native;
   barrier(context, s);  // every owner's slots are free again
+  if (native) gpu::reset_native_signals(res, world, s);
   record(res.fork.get(), s, "event record (fork)");
   for (rt::StreamHandle side : {res.copy_in.get(), res.compute.get(), res.lane2.get()}) {
     wait(side, res.fork.get(), "stream wait (fork)");
   }
-  gpu::LibraryGemm* lanes[2] = {&gpu::library_lane(*context.backend, 0, "pipelined"),
-                                &gpu::library_lane(*context.backend, 1, "pipelined")};
-  const rt::StreamHandle streams[2] = {res.compute.get(), res.lane2.get()};
   const std::vector<int> order = core::send_order(world, p.rank);
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const int c = order[i];
-    const int lane = static_cast<int>(i % 2);
-    lanes[lane]->run(streams[lane], a_rows(call.a, c * p.m), p.m, call.b,
-                     partial + bytes * static_cast<std::size_t>(c));
-    record(res.computed[static_cast<std::size_t>(c)]->get(), streams[lane],
-           "event record (partial chunk computed)");
+  if (native) {
+    gpu::enqueue_native_partial({p, call.native_kernel, call.a, call.b, call.partial, call.epoch,
+                                 /*sms_left_free=*/0, nullptr, nullptr},
+                                res, *context.backend);
+  } else {
+    gpu::LibraryGemm* lanes[2] = {&gpu::library_lane(*context.backend, 0, "pipelined"),
+                                  &gpu::library_lane(*context.backend, 1, "pipelined")};
+    const rt::StreamHandle streams[2] = {res.compute.get(), res.lane2.get()};
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const int c = order[i];
+      const int lane = static_cast<int>(i % 2);
+      lanes[lane]->run(streams[lane], a_rows(call.a, c * p.m), p.m, call.b,
+                       partial + bytes * static_cast<std::size_t>(c));
+      record(res.computed[static_cast<std::size_t>(c)]->get(), streams[lane],
+             "event record (partial chunk computed)");
+    }
   }
-  // The producer: each finished peer chunk pushed into its owner's slot.
+  // The producer: each finished peer chunk pushed into its owner's slot
+  // (after the grid: the flag waits sit behind it in any hardware queue).
   for (int step = 0; step + 1 < world; ++step) {
     const int owner = order[static_cast<std::size_t>(step)];
-    wait(res.copy_in.get(), res.computed[static_cast<std::size_t>(owner)]->get(),
-         "stream wait (partial chunk computed)");
+    if (native) {
+      gpu::wait_native_chunk(res, res.copy_in.get(), owner, call.epoch);
+    } else {
+      wait(res.copy_in.get(), res.computed[static_cast<std::size_t>(owner)]->get(),
+           "stream wait (partial chunk computed)");
+    }
     char* slot = static_cast<char*>(const_cast<void*>(context.workspace->peer_gathered(owner))) +
                  bytes * static_cast<std::size_t>(step);
     // Copy::any: the runtime classifies the copy by where the pointers live
@@ -116,8 +132,8 @@ void enqueue_nccl_reduce_scatter(const NcclReduceScatterCall& call, const NcclCa
   if (!call.capturing && res.call_end_recorded) {
     wait(s, res.call_end.get(), "stream wait (this rank's previous call)");
   }
-  if (call.plan.algorithm == Algorithm::pipelined) {
-    enqueue_pipelined(call, context, res);
+  if (call.plan.algorithm == Algorithm::pipelined || call.plan.algorithm == Algorithm::native) {
+    enqueue_overlapped(call, context, res);
   } else {
     enqueue_decomposed(call, context);
   }

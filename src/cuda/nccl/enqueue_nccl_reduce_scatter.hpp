@@ -17,6 +17,13 @@
 //   stream:  join; barrier 2 (every partial has landed everywhere); the
 //            reduction kernel (own, then slots 0..W-2, fp32, rounded once:
 //            core::reduce_scatter_error_bound with PartialSum::fp32).
+// native (as pipelined, peers in one NVLink domain): the chunk flags and
+//   tile counters reset on the stream, then the fork; compute: the native
+//   grid (core::send_order, each chunk's flag released once its last tile
+//   is stored); copy_in: per step, a stream memory operation waits for the
+//   chunk's flag, then the same peer copy into the owner's slot; the same
+//   join, barrier 2 and reduction. The grid waits on nothing, so a push that
+//   needed an SM would only wait for the grid, never block it.
 // Both barriers run on the caller's stream outside the fork (the all-gather
 // path's rule); nothing waits beside a persistent grid. The barriers are
 // bounded; a barrier that timed out leaves its error words set, and the
@@ -24,6 +31,9 @@
 #pragma once
 
 #include <nccl.h>
+
+#include <cstdint>
+#include <string>
 
 #include "asynctp/tensor.hpp"
 #include "core/planner.hpp"
@@ -38,7 +48,9 @@ struct NcclReduceScatterCall {
   core::ProblemDesc problem;
   core::Plan plan;
   TensorView a, b, out;
-  void* partial = nullptr;  // M x n in the output dtype
+  void* partial = nullptr;    // M x n in the output dtype
+  std::string native_kernel;  // native only: the config the plan chose
+  std::uint32_t epoch = 1;    // native only: the value its chunk flags are set to
   gpu::rt::StreamHandle stream = nullptr;
   bool capturing = false;
 };

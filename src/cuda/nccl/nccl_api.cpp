@@ -13,6 +13,7 @@
 #include "asynctp/nccl.hpp"
 #include "bootstrap/device_choice.hpp"
 #include "bootstrap/launch_env.hpp"
+#include "bootstrap/record_fields.hpp"
 #include "bootstrap/tcp_rendezvous.hpp"
 #include "core/log.hpp"
 #include "core/rank_threads.hpp"
@@ -28,6 +29,8 @@ namespace asynctp::nccl {
 namespace {
 
 namespace rt = gpu::rt;
+using bootstrap::host_name;
+using bootstrap::parse_record;
 
 [[noreturn]] void fail(const std::string& argument, const std::string& rule) {
   throw Error(ErrorCode::invalid_argument, argument + ": " + rule);
@@ -55,12 +58,6 @@ std::string gpu_uuid(int device) {
     text += byte;
   }
   return text;
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
-  return name;
 }
 
 std::string to_hex(const void* data, std::size_t bytes) {
@@ -92,18 +89,6 @@ void from_hex(const std::string& hex, void* data, std::size_t bytes) {
   if (!ok) throw Error(ErrorCode::backend, "rendezvous: rank 0 sent a malformed NCCL unique id");
 }
 
-// "key=value" lines.
-std::map<std::string, std::string> parse_record(const std::string& record) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(record);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto eq = line.find('=');
-    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string unavailable_reason(int world_size) {
@@ -128,13 +113,7 @@ std::unique_ptr<Comm> wrap_nccl_comm(ncclComm* comm) {
 }
 
 std::unique_ptr<Comm> comm_from_environment(const EnvironmentOptions& options) {
-  const auto info = bootstrap::launch_info_from_env();
-  if (!info) {
-    fail("environment",
-         "no launcher variables found (RANK and WORLD_SIZE as torchrun sets them, or Open MPI's "
-         "OMPI_COMM_WORLD_*, MPICH's PMI_*, Slurm's SLURM_PROCID/SLURM_NTASKS)");
-  }
-  return comm_from_launch_info(*info, options);
+  return comm_from_launch_info(bootstrap::launched_process_info(), options);
 }
 
 std::unique_ptr<Comm> comm_from_launch_info(const bootstrap::LaunchInfo& launch,

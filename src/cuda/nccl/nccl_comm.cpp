@@ -462,11 +462,13 @@ std::uint32_t NcclComm::execute_reduce_scatter(const call::OpCall& call,
                        "uncaptured first");
   }
   rs.partial = res_->partial.ensure(bytes, "device allocation (reduce-scatter partial)");
-  if (checked.plan.algorithm == Algorithm::pipelined) {
+  if (checked.plan.algorithm != Algorithm::decomposed) {
     prepare_workspace(reduce_scatter_slot_bytes(rs.problem), rs.stream, timeout_ms,
                       checked.capturing);
   }
+  if (checked.kernel) rs.native_kernel = checked.kernel->name;
   epoch_ = core::next_epoch(epoch_);
+  rs.epoch = epoch_;
   try {
     enqueue_nccl_reduce_scatter(rs, call_context(timeout_ms), *res_);
   } catch (const Error& e) {

@@ -1,11 +1,15 @@
 // One native-kernel instantiation: CUTLASS's sm90 GemmUniversal composed of
 //   - the stock TMA + GMMA warp-specialized mainloop from CUTLASS's
-//     CollectiveBuilder, wrapped by ChunkGatedMainloop (producer gates on the
-//     chunk flag before its TMA loads);
-//   - the stock TMA warp-specialized epilogue (D = acc, no C operand);
+//     CollectiveBuilder; for ChunkSync::acquire_input (all-gather) wrapped by
+//     ChunkGatedMainloop (producer gates on the chunk flag before its TMA
+//     loads);
+//   - the stock TMA warp-specialized epilogue (D = acc, no C operand); for
+//     ChunkSync::release_output (reduce-scatter) wrapped by
+//     ChunkSignalingEpilogue (a chunk's last stored tile releases its flag);
 //   - ChunkGatedTileScheduler (tiles chunk by chunk from the pivot).
 // Include this from exactly one .cu per instantiation (instances/*.cu) and
-// define it there with ASYNCTP_NATIVE_DEFINE_INSTANCE.
+// define it there with ASYNCTP_NATIVE_DEFINE_INSTANCE (all-gather) or
+// ASYNCTP_NATIVE_DEFINE_OUTPUT_INSTANCE (reduce-scatter).
 #pragma once
 
 // Arch guard: wgmma and setmaxnreg exist only in the sm_90a feature set. A
@@ -41,13 +45,15 @@
 #include "../instances.hpp"
 #include "chunk_gated_mainloop.cuh"
 #include "chunk_gated_scheduler.cuh"
+#include "chunk_signaling_epilogue.cuh"
 
 namespace asynctp::cuda::native::kernel {
 
 template <KernelSchedule kSchedule, int kTileM, int kTileN, int kTileK, int kClusterM,
-          int kClusterN, bool kBColMajor>
+          int kClusterN, bool kBColMajor, ChunkSync kSync = ChunkSync::acquire_input>
 struct NativeGemmInstance {
   static constexpr bool kCooperative = kSchedule == KernelSchedule::kCooperative;
+  static constexpr bool kReleasesOutput = kSync == ChunkSync::release_output;
 
   using TileShape = cute::Shape<cute::Int<kTileM>, cute::Int<kTileN>, cute::Int<kTileK>>;
   using ClusterShape = cute::Shape<cute::Int<kClusterM>, cute::Int<kClusterN>, cute::_1>;
@@ -66,7 +72,7 @@ struct NativeGemmInstance {
   using LayoutD = cutlass::layout::RowMajor;
   static constexpr int kAlignment = 128 / cutlass::sizeof_bits<Element>::value;  // 16 bytes
 
-  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+  using StockEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, Accumulator, Accumulator,
       void, LayoutD, kAlignment,      // no C operand
@@ -77,10 +83,13 @@ struct NativeGemmInstance {
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA, kAlignment, Element,
       LayoutB, kAlignment, Accumulator, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
-          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+          sizeof(typename StockEpilogue::SharedStorage))>,
       MainloopSchedule>::CollectiveOp;
 
-  using Mainloop = ChunkGatedMainloop<StockMainloop>;
+  using Mainloop =
+      std::conditional_t<kReleasesOutput, StockMainloop, ChunkGatedMainloop<StockMainloop>>;
+  using CollectiveEpilogue =
+      std::conditional_t<kReleasesOutput, ChunkSignalingEpilogue<StockEpilogue>, StockEpilogue>;
 
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int>, Mainloop,
                                                           CollectiveEpilogue,
@@ -108,12 +117,23 @@ struct NativeGemmInstance {
     args.mainloop.ptr_B = static_cast<const Element*>(a.b);
     args.mainloop.dB = cutlass::make_cute_packed_stride(typename GemmKernel::StrideB{},
                                                         cute::make_shape(n, k, 1));
-    args.mainloop.gate.flags = a.chunk_flags;
-    args.mainloop.gate.error_words = a.error_words;
-    args.mainloop.gate.timeout_ns = a.timeout_ns;
-    args.mainloop.gate.epoch = a.epoch;
-    args.mainloop.gate.tiles_per_chunk_m = static_cast<int32_t>(a.m_per_chunk / kTileM);
-    args.mainloop.gate.num_chunks = a.world_size;
+    const auto tiles_per_chunk_m = static_cast<int32_t>(a.m_per_chunk / kTileM);
+    if constexpr (kReleasesOutput) {
+      const auto tiles_n = static_cast<std::uint32_t>((a.n + kTileN - 1) / kTileN);
+      args.epilogue.signal.flags = a.done_flags;
+      args.epilogue.signal.counters = a.done_counters;
+      args.epilogue.signal.epoch = a.epoch;
+      args.epilogue.signal.tiles_per_chunk_m = tiles_per_chunk_m;
+      args.epilogue.signal.tiles_per_chunk = static_cast<std::uint32_t>(tiles_per_chunk_m) * tiles_n;
+      args.epilogue.signal.num_chunks = a.world_size;
+    } else {
+      args.mainloop.gate.flags = a.chunk_flags;
+      args.mainloop.gate.error_words = a.error_words;
+      args.mainloop.gate.timeout_ns = a.timeout_ns;
+      args.mainloop.gate.epoch = a.epoch;
+      args.mainloop.gate.tiles_per_chunk_m = tiles_per_chunk_m;
+      args.mainloop.gate.num_chunks = a.world_size;
+    }
 
     args.epilogue.thread.alpha = 1.0f;
     args.epilogue.thread.beta = 0.0f;
@@ -209,12 +229,17 @@ struct NativeGemmInstance {
 }  // namespace asynctp::cuda::native::kernel
 
 // Defines detail::instance_<id>() for one instantiation (see instances.hpp).
-#define ASYNCTP_NATIVE_DEFINE_INSTANCE(id, schedule, tm, tn, tk, cm, cn, b_col_major)        \
+#define ASYNCTP_NATIVE_DEFINE_INSTANCE(id, schedule, tm, tn, tk, cm, cn, b_col_major) \
+  ASYNCTP_NATIVE_DEFINE_SYNC_INSTANCE(id, schedule, tm, tn, tk, cm, cn, b_col_major, acquire_input)
+#define ASYNCTP_NATIVE_DEFINE_OUTPUT_INSTANCE(id, schedule, tm, tn, tk, cm, cn, b_col_major) \
+  ASYNCTP_NATIVE_DEFINE_SYNC_INSTANCE(id, schedule, tm, tn, tk, cm, cn, b_col_major, release_output)
+#define ASYNCTP_NATIVE_DEFINE_SYNC_INSTANCE(id, schedule, tm, tn, tk, cm, cn, b_col_major, sync) \
   namespace asynctp::cuda::native::detail {                                                  \
   const InstanceInfo& instance_##id() {                                                      \
     using I = ::asynctp::cuda::native::kernel::NativeGemmInstance<KernelSchedule::schedule,  \
                                                                   tm, tn, tk, cm, cn,        \
-                                                                  b_col_major>;              \
+                                                                  b_col_major,               \
+                                                                  ChunkSync::sync>;          \
     static const InstanceInfo info{#id, KernelSchedule::schedule, tm, tn, tk, cm, cn,       \
                                    b_col_major, I::kStages, I::kSmemBytes, &I::launch,      \
                                    &I::grid};                                                \

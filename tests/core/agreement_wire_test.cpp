@@ -1,7 +1,8 @@
-// The agreement records NCCL ranks all-gather (src/nccl/agreement_wire):
+// The agreement records that cross processes (src/core/agreement_wire: NCCL
+// ranks all-gather them, CPU process ranks share them in shared memory):
 // every field survives the trip, long errors are cut visibly, and a block
 // from another format is refused rather than misread. No GPU needed.
-#include "cuda/nccl/agreement_wire.hpp"
+#include "core/agreement_wire.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +10,7 @@
 
 #include "asynctp/error.hpp"
 
-namespace asynctp::nccl {
+namespace asynctp::core {
 namespace {
 
 core::CallRecord sample() {
@@ -77,4 +78,4 @@ TEST(AgreementWire, ForeignBlocksAreRefused) {
 }
 
 }  // namespace
-}  // namespace asynctp::nccl
+}  // namespace asynctp::core

@@ -1,4 +1,4 @@
-#include "cuda/nccl/agreement_wire.hpp"
+#include "core/agreement_wire.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -6,11 +6,11 @@
 
 #include "asynctp/error.hpp"
 
-namespace asynctp::nccl {
+namespace asynctp::core {
 namespace {
 
 constexpr std::int64_t kMagic = 0x61747032;  // "atp2": format version 2
-constexpr std::int64_t kLastOp = static_cast<std::int64_t>(core::OpKind::matmul_reduce_scatter);
+constexpr std::int64_t kLastOp = static_cast<std::int64_t>(OpKind::matmul_reduce_scatter);
 constexpr std::size_t kFields = 16;
 constexpr std::size_t kErrorOffset = kFields * sizeof(std::int64_t);
 constexpr std::size_t kErrorBytes = kWireRecordBytes - kErrorOffset;
@@ -35,7 +35,7 @@ enum Field : std::size_t {
 
 }  // namespace
 
-WireRecord encode(const core::CallRecord& record) {
+WireRecord encode(const CallRecord& record) {
   std::int64_t fields[kFields] = {};
   fields[magic] = kMagic;
   fields[ok] = record.ok ? 1 : 0;
@@ -60,7 +60,7 @@ WireRecord encode(const core::CallRecord& record) {
   return wire;
 }
 
-core::CallRecord decode(const WireRecord& wire) {
+CallRecord decode(const WireRecord& wire) {
   std::int64_t fields[kFields];
   std::memcpy(fields, wire.data(), sizeof fields);
   if (fields[magic] != kMagic) {
@@ -73,7 +73,7 @@ core::CallRecord decode(const WireRecord& wire) {
       !in(fields[op], kLastOp)) {
     throw Error(ErrorCode::backend, "agreement: a peer sent a record with out-of-range fields");
   }
-  core::CallRecord record;
+  CallRecord record;
   record.ok = fields[ok] != 0;
   record.world_size = static_cast<int>(fields[world_size]);
   record.problem.world_size = record.world_size;
@@ -82,16 +82,16 @@ core::CallRecord decode(const WireRecord& wire) {
   record.problem.n = fields[n];
   record.problem.k = fields[k];
   record.problem.dtype = static_cast<DType>(fields[dtype]);
-  record.problem.b_layout = static_cast<core::Layout>(fields[b_layout]);
+  record.problem.b_layout = static_cast<Layout>(fields[b_layout]);
   record.problem.gathered_out = fields[gathered_out] != 0;
   record.plan.algorithm = static_cast<Algorithm>(fields[algorithm]);
   record.plan.tile_m = fields[tile_m];
   record.plan.tile_n = fields[tile_n];
-  record.problem.op = static_cast<core::OpKind>(fields[op]);
+  record.problem.op = static_cast<OpKind>(fields[op]);
   record.grows_workspace = fields[grows_workspace] != 0;
   const char* text = reinterpret_cast<const char*>(wire.data() + kErrorOffset);
   record.error.assign(text, strnlen(text, kErrorBytes));
   return record;
 }
 
-}  // namespace asynctp::nccl
+}  // namespace asynctp::core
