@@ -1,7 +1,9 @@
 // Checking results as asynctp's own tests and `asynctp run --check` do:
 // seeded random inputs, outputs poisoned before a call so that an element it
-// never wrote shows, and every rank's C compared with a float64 reference by
-// relative Frobenius error, against a bound derived from the output dtype.
+// never wrote shows, and every rank's output compared with a float64
+// reference: the all-gather's C by relative Frobenius error against a bound
+// derived from the output dtype, the reduce-scatter's out element by element
+// against a rigorous bound computed from the same inputs.
 // Host tensors only: copy device outputs back first.
 #pragma once
 
@@ -44,21 +46,41 @@ void poison(const TensorView& host) noexcept;
 std::vector<double> reference_all_gather_matmul(const std::vector<TensorView>& a_shards,
                                                 const TensorView& b);
 
-// What fused_matmul_reduce_scatter's out is on rank `rank`, in float64:
-// its M/W rows of the sum over s of a[s] @ b[s] ((M/W) x b[s].cols,
-// row-major), W = a.size(). Inputs are read exactly.
-std::vector<double> reference_matmul_reduce_scatter(const std::vector<TensorView>& a,
-                                                    const std::vector<TensorView>& b, int rank);
+// How a run of fused_matmul_reduce_scatter summed each element's W partials
+// (each already rounded to out's dtype): what its error bound allows for.
+enum class PartialSum {
+  fp32,          // in fp32, rounded to out's dtype once: every backend's
+                 // pipelined path, the cpu and loopback decomposed ones
+  output_dtype,  // a ring whose every step stores its running sum in out's
+                 // dtype: the nccl backend's decomposed path (NCCL's
+                 // reduce-scatter)
+};
+
+// What fused_matmul_reduce_scatter's out is on rank `rank`, in float64 (its
+// M/W rows of the sum over s of a[s] @ b[s], (M/W) x b[s].cols, row-major,
+// W = a.size(); inputs read exactly), with the per-element terms its error
+// bound is made of: the sum over s of the partials' magnitudes and the
+// bound on their fp32 accumulation errors (|a[s]| |b[s]| scaled by the
+// K-slice's accumulation allowance).
+struct ReduceScatterReference {
+  std::vector<double> value;
+  std::vector<double> magnitude;
+  std::vector<double> accumulation_error;
+  int world_size = 1;
+};
+ReduceScatterReference reference_matmul_reduce_scatter(const std::vector<TensorView>& a,
+                                                       const std::vector<TensorView>& b, int rank);
 
 // The relative Frobenius error an output stored as `dtype` may have with fp32
 // accumulation: about one ulp of the output, whose rounding dominates.
 double tolerance(DType dtype) noexcept;
 
-// The same for fused_matmul_reduce_scatter over `world_size` ranks, whose
-// output sums W rounded partials: sqrt(W) tolerance(dtype) + (W - 1) sqrt(W)
-// 2^-24 + the dtype's unit roundoff (derived in the README, "Matmul +
-// reduce-scatter"). Holds for uncorrelated partials, as random inputs give.
-double reduce_scatter_tolerance(DType dtype, int world_size) noexcept;
+// Per element of out, the largest error |out - reference.value| a correct
+// run with out of `dtype` and partials summed as `sum` can have: a rigorous
+// bound from the rounding of every step (derived in src/core/reference.hpp),
+// not a statistical allowance, so it holds for any inputs.
+std::vector<double> reduce_scatter_error_bound(const ReduceScatterReference& reference,
+                                               DType dtype, PartialSum sum);
 
 struct Verdict {
   bool ok = true;
@@ -89,10 +111,12 @@ struct Summary {
 Summary summarize(const std::vector<Verdict>& verdicts);
 
 // One rank's host copy of fused_matmul_reduce_scatter's out against its
-// reference: every element written, finite and within
-// reduce_scatter_tolerance(out's dtype, world_size).
-Verdict check_matmul_reduce_scatter(const TensorView& out, const std::vector<double>& reference,
-                                    int world_size);
+// reference: every element written, finite and within its error bound
+// (reduce_scatter_error_bound(reference, out's dtype, sum)). The verdict's
+// tolerance is the bound's relative Frobenius norm, beside the output's
+// relative error, for reports; the check itself is elementwise.
+Verdict check_matmul_reduce_scatter(const TensorView& out, const ReduceScatterReference& reference,
+                                    PartialSum sum = PartialSum::fp32);
 
 // ---- One op's problem across W ranks, whole.
 
@@ -109,6 +133,9 @@ struct ProblemShape {
   std::int64_t k = 0;
   DType dtype = DType::bf16;
   bool b_col_major = false;
+  // The reduce-scatter's: how the run checked sums its partials (the error
+  // bound allows for it).
+  PartialSum partial_sum = PartialSum::fp32;
 };
 using AllGatherMatmulShape = ProblemShape;
 using MatmulReduceScatterShape = ProblemShape;
@@ -267,8 +294,12 @@ class MatmulReduceScatterProblem final : public ProblemOf<MatmulReduceScatterRan
   std::vector<TensorView> gemm_a_blocks() const override;
 
  private:
+  // Stores the rank's error bound beside the reference the base keeps.
   std::vector<double> compute_reference(int rank) const override;
   Verdict check_rank(int rank, const std::vector<double>& reference) const override;
+
+  // Per rank, written by compute_reference (each rank's slot by one thread).
+  mutable std::vector<std::vector<double>> bounds_;
 };
 
 }  // namespace asynctp::verify

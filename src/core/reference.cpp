@@ -24,6 +24,30 @@ bool is_poison(const TensorView& view, std::int64_t row, std::int64_t col) noexc
   return static_cast<const std::uint16_t*>(view.data)[offset] == kPoison16;
 }
 
+// fp32 accumulation's unit: 2^-23, not 2^-24, because tensor cores may
+// round their fp32 sums toward zero.
+const double kAccumulationUnit = std::ldexp(1.0, -23);
+const double kFloat64Unit = std::ldexp(1.0, -53);
+// Covers the float64 evaluation of the bound's own terms (relative 1e-12 at
+// most), with room to spare.
+constexpr double kEvaluationFactor = 1.001;
+
+// gamma(n, v) = n v / (1 - n v): the relative error n operations of unit
+// roundoff v can pile up (Higham, Accuracy and Stability, 3.1); infinite
+// once n v reaches 1, where no bound of this form exists.
+double gamma(std::int64_t n, double unit) noexcept {
+  const double nv = static_cast<double>(n < 0 ? 0 : n) * unit;
+  return nv < 1 ? nv / (1 - nv) : INFINITY;
+}
+
+// out (m x n) = a (m x k) @ b (k x n), all row-major float64.
+void product_into(const std::vector<double>& a, const std::vector<double>& b, std::int64_t m,
+                  std::int64_t n, std::int64_t k, std::vector<double>& out) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), 1.0, a.data(), static_cast<int>(k), b.data(),
+              static_cast<int>(n), 0.0, out.data(), static_cast<int>(n));
+}
+
 }  // namespace
 
 std::vector<double> reference_all_gather_matmul(const std::vector<TensorView>& shards,
@@ -56,8 +80,8 @@ std::vector<double> reference_all_gather_matmul(const std::vector<TensorView>& s
   return c;
 }
 
-std::vector<double> reference_matmul_reduce_scatter(const std::vector<TensorView>& a,
-                                                    const std::vector<TensorView>& b, int rank) {
+ReduceScatterReference reference_matmul_reduce_scatter(const std::vector<TensorView>& a,
+                                                       const std::vector<TensorView>& b, int rank) {
   const auto fail = [](const char* rule) {
     throw Error(ErrorCode::invalid_argument, std::string("reference: ") + rule);
   };
@@ -68,7 +92,13 @@ std::vector<double> reference_matmul_reduce_scatter(const std::vector<TensorView
   const std::int64_t n = b.front().cols;
   if (rows % world != 0) fail("a's rows must be divisible by the number of ranks");
   const std::int64_t m = rows / world;
-  std::vector<double> out(static_cast<std::size_t>(m * n), 0.0);
+  const auto elements = static_cast<std::size_t>(m * n);
+  ReduceScatterReference ref;
+  ref.world_size = world;
+  ref.value.assign(elements, 0.0);
+  ref.magnitude.assign(elements, 0.0);
+  ref.accumulation_error.assign(elements, 0.0);
+  std::vector<double> product(elements);
   for (int s = 0; s < world; ++s) {
     const TensorView& as = a[static_cast<std::size_t>(s)];
     const TensorView& bs = b[static_cast<std::size_t>(s)];
@@ -84,11 +114,77 @@ std::vector<double> reference_matmul_reduce_scatter(const std::vector<TensorView
     for (std::int64_t i = 0; i < k; ++i) {
       for (std::int64_t j = 0; j < n; ++j) bd[i * n + j] = load_as_double(bs, i, j);
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(k), 1.0, ad.data(), static_cast<int>(k), bd.data(),
-                static_cast<int>(n), 1.0, out.data(), static_cast<int>(n));
+    // P_s, then G_s = |A_s| |B_s| in the same buffer.
+    product_into(ad, bd, m, n, k, product);
+    for (std::size_t e = 0; e < elements; ++e) {
+      ref.value[e] += product[e];
+      ref.magnitude[e] += std::fabs(product[e]);
+    }
+    for (double& x : ad) x = std::fabs(x);
+    for (double& x : bd) x = std::fabs(x);
+    product_into(ad, bd, m, n, k, product);
+    const double accumulation = gamma(k, kAccumulationUnit);
+    const double own = gamma(k + world, kFloat64Unit);
+    for (std::size_t e = 0; e < elements; ++e) {
+      ref.magnitude[e] += accumulation * product[e];
+      ref.accumulation_error[e] += (accumulation + own) * product[e];
+    }
   }
-  return out;
+  return ref;
+}
+
+std::vector<double> reduce_scatter_error_bound(const ReduceScatterReference& reference,
+                                               DType dtype, PartialSum sum) {
+  const double u = unit_roundoff(dtype);
+  const double u32 = unit_roundoff(DType::fp32);
+  const double step = sum == PartialSum::fp32 ? u32 : u + u32 + u * u32;
+  const double summation = gamma(reference.world_size - 1, step) * (1 + u);
+  std::vector<double> bound(reference.value.size());
+  for (std::size_t e = 0; e < bound.size(); ++e) {
+    const double before_output_rounding =
+        reference.accumulation_error[e] + (u + summation) * reference.magnitude[e];
+    bound[e] = kEvaluationFactor *
+               (before_output_rounding + u * (std::fabs(reference.value[e]) + before_output_rounding));
+  }
+  return bound;
+}
+
+double relative_frobenius_norm(const std::vector<double>& bound,
+                               const std::vector<double>& reference) {
+  double bound2 = 0;
+  double ref2 = 0;
+  for (std::size_t e = 0; e < bound.size() && e < reference.size(); ++e) {
+    bound2 += bound[e] * bound[e];
+    ref2 += reference[e] * reference[e];
+  }
+  return ref2 > 0 ? std::sqrt(bound2 / ref2) : std::sqrt(bound2);
+}
+
+BoundComparison compare_within_bound(const TensorView& got, const std::vector<double>& reference,
+                                     const std::vector<double>& bound) {
+  const auto elements = static_cast<std::size_t>(got.rows * got.cols);
+  if (reference.size() != elements || bound.size() != elements) {
+    throw Error(ErrorCode::invalid_argument,
+                "reference, bound: sizes must equal got.rows * got.cols");
+  }
+  BoundComparison result;
+  for (std::int64_t i = 0; i < got.rows; ++i) {
+    for (std::int64_t j = 0; j < got.cols; ++j) {
+      const auto e = static_cast<std::size_t>(i * got.cols + j);
+      const double error = std::fabs(load_as_double(got, i, j) - reference[e]);
+      if (!std::isfinite(error) || error <= bound[e]) continue;
+      ++result.beyond;
+      const double ratio = bound[e] > 0 ? error / bound[e] : INFINITY;
+      if (ratio > result.worst_ratio) {
+        result.worst_ratio = ratio;
+        result.worst_row = i;
+        result.worst_col = j;
+        result.worst_error = error;
+        result.worst_bound = bound[e];
+      }
+    }
+  }
+  return result;
 }
 
 void poison(const TensorView& view) noexcept {
@@ -167,20 +263,6 @@ double unit_roundoff(DType dtype) noexcept {
       return std::ldexp(1.0, -24);
   }
   return 0;
-}
-
-double reduce_scatter_error_tolerance(DType dtype, int world_size) noexcept {
-  const double w = static_cast<double>(world_size < 1 ? 1 : world_size);
-  const double root_w = std::sqrt(w);
-  return root_w * error_tolerance(dtype) + (w - 1) * root_w * unit_roundoff(DType::fp32) +
-         unit_roundoff(dtype);
-}
-
-double nccl_reduce_scatter_error_tolerance(DType dtype, int world_size) noexcept {
-  const double w = static_cast<double>(world_size < 1 ? 1 : world_size);
-  const double root_w = std::sqrt(w);
-  return root_w * error_tolerance(dtype) + (w - 1) * root_w * unit_roundoff(dtype) +
-         unit_roundoff(dtype);
 }
 
 }  // namespace asynctp::core

@@ -15,12 +15,37 @@ namespace asynctp::core {
 std::vector<double> reference_all_gather_matmul(const std::vector<TensorView>& shards,
                                                 const TensorView& b);
 
-// Rows [rank*m, (rank+1)*m) of sum over s of a[s] @ b[s] in float64,
-// row-major (m x n), where W = a.size() ranks and m = M / W: what rank
-// `rank` of fused_matmul_reduce_scatter receives. Every a[s] is M x k_s and
-// b[s] is k_s x n (the K-slices may differ). Inputs are read exactly.
-std::vector<double> reference_matmul_reduce_scatter(const std::vector<TensorView>& a,
-                                                    const std::vector<TensorView>& b, int rank);
+// How a run sums the W partials of an element of fused_matmul_reduce_scatter's
+// out, each partial already rounded to the output dtype.
+enum class PartialSum {
+  fp32,          // in fp32, in any order; the total rounded to the dtype once
+  output_dtype,  // a ring's W - 1 steps, each adding in fp32 (or exactly) and
+                 // storing its running sum in the dtype (NCCL's reduce-scatter)
+};
+
+// Rank `rank`'s out of fused_matmul_reduce_scatter in float64, with what its
+// error bound (reduce_scatter_error_bound) is made of, every vector row-major
+// m x n. P_s = a[s] @ b[s] is rank s's exact partial and G_s = |a[s]| |b[s]|
+// (elementwise absolute values) its magnitude, both over rank's m rows.
+struct ReduceScatterReference {
+  std::vector<double> value;  // C = sum over s of P_s
+  // sum over s of (|P_s| + g_s G_s): a bound on sum over s of |P^_s|, the
+  // fp32-accumulated partials' magnitudes, with g_s = gamma(k_s, 2^-23).
+  std::vector<double> magnitude;
+  // sum over s of g_s G_s, plus the float64 reference's own error
+  // (gamma(k_s + W, 2^-53) G_s, negligible but included so that the bound
+  // holds of the computed `value`, not only of the exact C).
+  std::vector<double> accumulation_error;
+  int world_size = 1;
+};
+
+// Rows [rank*m, (rank+1)*m) of sum over s of a[s] @ b[s] in float64, where
+// W = a.size() ranks and m = M / W: what rank `rank` of
+// fused_matmul_reduce_scatter receives, with its error terms. Every a[s] is
+// M x k_s and b[s] is k_s x n (the K-slices may differ). Inputs are read
+// exactly.
+ReduceScatterReference reference_matmul_reduce_scatter(const std::vector<TensorView>& a,
+                                                       const std::vector<TensorView>& b, int rank);
 
 // Fills a host view with a NaN bit pattern no computation produces from
 // finite inputs, so an element left unwritten is caught.
@@ -50,41 +75,63 @@ double error_tolerance(DType dtype) noexcept;
 // fp32 2^-24).
 double unit_roundoff(DType dtype) noexcept;
 
-// Relative Frobenius error bound of fused_matmul_reduce_scatter's output of
-// `dtype` over `world_size` ranks, derived from what it computes:
+// A bound, element by element, on |out - reference.value| for any correct
+// run of fused_matmul_reduce_scatter whose out is of `dtype` and whose
+// partials were summed as `sum` says. Not a statistical allowance: it holds
+// for every input, however few elements or however much the partials
+// cancel (barring underflow and overflow). What the op computes, per element:
 //     out = round( sum over s of round(P^_s) )
-// P^_s is rank s's partial A_s @ B_s accumulated in fp32; round() rounds to
-// nearest in the output dtype (the partials cross the link in it, as with
-// NCCL and PyTorch); the sum is in fp32, over the W partials in a fixed
-// order, and rounded once. With C = sum of the exact P_s, e =
-// error_tolerance(dtype), u = unit_roundoff(dtype), u32 = 2^-24:
-//  - each round(P^_s) is one GEMM output of `dtype`, bounded as the
-//    all-gather op's outputs are: ||round(P^_s) - P_s||_F <= e ||P_s||_F;
-//  - the W errors, all aligned in the worst case, add to at most
-//    e * sum_s ||P_s||_F <= e sqrt(W) (sum_s ||P_s||_F^2)^(1/2)
-//    (Cauchy-Schwarz), and sum_s ||P_s||_F^2 = ||C||_F^2 for uncorrelated
-//    partials (in expectation: independent zero-mean inputs, as the tests
-//    draw). Where partials cancel no bound relative to C exists: the
-//    rounding of a partial scales with the partial, not with C;
-//  - the fp32 sum of W terms adds at most (W - 1) u32 sum_s |round(P^_s)|,
-//    by the same argument (W - 1) u32 sqrt(W) ||C||_F;
-//  - the final rounding adds at most u ||C||_F.
-// Hence, to first order in u:
-//     tolerance = sqrt(W) e + (W - 1) sqrt(W) u32 + u.
-// For bf16: 7.9e-3 at W = 1, 0.015 at W = 8; for fp32 (where e, the
-// accumulation's allowance, dominates) 1e-5 and 2.8e-5. The
-// expected error of random inputs is a few times smaller (rounding errors
-// are not aligned), so a missing or doubled partial (error ~ 1/sqrt(W))
-// fails by orders of magnitude.
-double reduce_scatter_error_tolerance(DType dtype, int world_size) noexcept;
+// P^_s is rank s's partial accumulated in fp32 over its k_s products;
+// round() rounds to nearest in `dtype` (the partials cross the link in it):
+// |round(x) - x| <= u |x|, u = unit_roundoff(dtype). With the terms of
+// ReduceScatterReference (C, S = magnitude, E_acc = accumulation_error):
+//  1. |P^_s - P_s| <= g_s G_s, g_s = gamma(k_s, 2^-23) = k_s 2^-23 /
+//     (1 - k_s 2^-23): any order or blocking of the fp32 sum (split-K,
+//     tensor-core MMAs) and rounding toward zero (tensor cores truncate)
+//     included, hence 2^-23, not 2^-24. So |P^_s| <= |P_s| + g_s G_s, whose
+//     sum over s is S, and the W accumulation errors add to E_acc.
+//  2. |round(P^_s) - P^_s| <= u |P^_s|: together at most u S; and
+//     |round(P^_s)| <= (1 + u) |P^_s|.
+//  3. Summing W terms x_s in any order with each addition's relative error
+//     at most v gives an error of at most gamma(W - 1, v) sum |x_s| (Higham,
+//     Accuracy and Stability, 4.2): at most gamma(W - 1, v) (1 + u) S, with
+//     v = 2^-24 for PartialSum::fp32 and v = u + 2^-24 + u 2^-24 for
+//     PartialSum::output_dtype (an fp32 addition, then rounding to dtype).
+//  4. The total T then lies within e = E_acc + u S + gamma(W - 1, v)(1 + u) S
+//     of C, and rounding it to dtype adds at most u |T| <= u (|C| + e).
+//     (In the ring the last step's rounding is already in 3; counting it
+//     again only loosens the bound.)
+// Hence, exactly and not only to first order:
+//     bound = 1.001 (e + u (|C| + e)),
+// the factor 1.001 covering the float64 evaluation of the terms. Elements
+// whose partials cancel get a bound relative to S, not to C, as they must.
+// For random bf16 inputs the bound is ~u (1 + 0.8 sqrt(W)) relative to
+// ||C||_F (S ~ 0.8 sqrt(W) |C|), ~0.013 at W = 8, plus the accumulation
+// term, ~0.64 sqrt(W) k^1.5 2^-23 (0.06 at k = 4096, W = 8): the worst case
+// of fp32 accumulation grows as k, its typical error as sqrt(k). A missing
+// or doubled partial (error ~ |P_s| ~ |C| / sqrt(W)) breaks the bound by a
+// factor of tens at small k, wherever P_s is not small; past k ~ 16384 the
+// accumulation term alone is as large as a partial, and the check loses its
+// power to tell one missing.
+std::vector<double> reduce_scatter_error_bound(const ReduceScatterReference& reference,
+                                               DType dtype, PartialSum sum);
 
-// The same bound when the reduction is NCCL's ring reduce-scatter on the
-// output dtype (the NCCL transport's decomposed path): each of the W - 1
-// ring steps adds in fp32 but stores its partial sum in `dtype`, so the
-// fp32 sum's (W - 1) sqrt(W) u32 term becomes (W - 1) sqrt(W) u:
-//     tolerance = sqrt(W) e + (W - 1) sqrt(W) u + u.
-// Equal to reduce_scatter_error_tolerance at W = 1 and for fp32; bf16 at
-// W = 8: 0.093.
-double nccl_reduce_scatter_error_tolerance(DType dtype, int world_size) noexcept;
+// ||bound||_F / ||reference||_F: the bound as a relative Frobenius figure,
+// for reports (the check itself is elementwise).
+double relative_frobenius_norm(const std::vector<double>& bound,
+                               const std::vector<double>& reference);
+
+// An output against a reference and a bound of equal size: the elements
+// (finite and written) whose error exceeds their bound, and the worst.
+struct BoundComparison {
+  std::int64_t beyond = 0;  // elements with |got - reference| > bound
+  std::int64_t worst_row = 0;
+  std::int64_t worst_col = 0;
+  double worst_ratio = 0;  // largest |got - reference| / bound (inf when bound is 0)
+  double worst_error = 0;  // |got - reference| there
+  double worst_bound = 0;  // and its bound
+};
+BoundComparison compare_within_bound(const TensorView& got, const std::vector<double>& reference,
+                                     const std::vector<double>& bound);
 
 }  // namespace asynctp::core

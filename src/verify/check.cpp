@@ -1,8 +1,10 @@
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "asynctp/verify.hpp"
 #include "core/reference.hpp"
+#include "verify/check_within_bound.hpp"
 
 namespace asynctp::verify {
 namespace {
@@ -26,15 +28,30 @@ std::vector<double> reference_all_gather_matmul(const std::vector<TensorView>& a
   return core::reference_all_gather_matmul(a_shards, b);
 }
 
-std::vector<double> reference_matmul_reduce_scatter(const std::vector<TensorView>& a,
-                                                    const std::vector<TensorView>& b, int rank) {
-  return core::reference_matmul_reduce_scatter(a, b, rank);
+namespace {
+
+core::PartialSum to_core(PartialSum sum) noexcept {
+  return sum == PartialSum::output_dtype ? core::PartialSum::output_dtype : core::PartialSum::fp32;
+}
+
+}  // namespace
+
+ReduceScatterReference reference_matmul_reduce_scatter(const std::vector<TensorView>& a,
+                                                       const std::vector<TensorView>& b, int rank) {
+  core::ReduceScatterReference ref = core::reference_matmul_reduce_scatter(a, b, rank);
+  return {std::move(ref.value), std::move(ref.magnitude), std::move(ref.accumulation_error),
+          ref.world_size};
 }
 
 double tolerance(DType dtype) noexcept { return core::error_tolerance(dtype); }
 
-double reduce_scatter_tolerance(DType dtype, int world_size) noexcept {
-  return core::reduce_scatter_error_tolerance(dtype, world_size);
+std::vector<double> reduce_scatter_error_bound(const ReduceScatterReference& reference,
+                                               DType dtype, PartialSum sum) {
+  // A view of the public terms as core's (the vectors are copied: a bound
+  // is computed once per rank and check).
+  const core::ReduceScatterReference terms{reference.value, reference.magnitude,
+                                           reference.accumulation_error, reference.world_size};
+  return core::reduce_scatter_error_bound(terms, dtype, to_core(sum));
 }
 
 namespace {
@@ -91,11 +108,29 @@ Summary summarize(const std::vector<Verdict>& verdicts) {
   return summary;
 }
 
-Verdict check_matmul_reduce_scatter(const TensorView& out, const std::vector<double>& reference,
-                                    int world_size) {
-  Verdict verdict = compare("out", out, reference, reduce_scatter_tolerance(out.dtype, world_size));
+Verdict check_within_bound(const TensorView& out, const std::vector<double>& reference,
+                           const std::vector<double>& bound) {
+  // Unwritten and non-finite elements as every check finds them; the error
+  // is then judged element by element, the relative figures kept for reports.
+  Verdict verdict = compare("out", out, reference, INFINITY);
+  verdict.tolerance = core::relative_frobenius_norm(bound, reference);
+  const core::BoundComparison cmp = core::compare_within_bound(out, reference, bound);
+  if (cmp.beyond > 0) {
+    add_fault(verdict, std::to_string(cmp.beyond) + " out elements beyond their error bound " +
+                           "(worst at (" + std::to_string(cmp.worst_row) + ", " +
+                           std::to_string(cmp.worst_col) + "): " + short_number(cmp.worst_error) +
+                           " > " + short_number(cmp.worst_bound) + "; out rel. error " +
+                           short_number(verdict.relative_error) + ", the bound's " +
+                           short_number(verdict.tolerance) + ")");
+  }
   verdict.ok = verdict.failure.empty();
   return verdict;
+}
+
+Verdict check_matmul_reduce_scatter(const TensorView& out, const ReduceScatterReference& reference,
+                                    PartialSum sum) {
+  return check_within_bound(out, reference.value,
+                            reduce_scatter_error_bound(reference, out.dtype, sum));
 }
 
 }  // namespace asynctp::verify

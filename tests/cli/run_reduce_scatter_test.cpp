@@ -36,12 +36,6 @@ std::vector<std::string> rs_run(int world_size, std::vector<std::string> extra) 
   return args;
 }
 
-// The bound the README derives for W summed bf16 partials.
-double bf16_tolerance(int world_size) {
-  const double w = world_size;
-  return std::sqrt(w) * 4e-3 + (w - 1) * std::sqrt(w) * std::ldexp(1.0, -24) + std::ldexp(1.0, -8);
-}
-
 class CliReduceScatterCheck : public testing::TestWithParam<int> {};
 
 TEST_P(CliReduceScatterCheck, EveryAlgorithmRunsAndPasses) {
@@ -57,7 +51,6 @@ TEST_P(CliReduceScatterCheck, EveryAlgorithmRunsAndPasses) {
     EXPECT_TRUE(a["available"].boolean) << a["reason"].string;
     EXPECT_TRUE(a["check_ok"].boolean);
     EXPECT_GT(a["max_rel_error"].number, 0) << "bf16 outputs cannot match float64 exactly";
-    EXPECT_LT(a["max_rel_error"].number, doc["tolerance"].number);
   }
 }
 
@@ -74,11 +67,12 @@ TEST(CliReduceScatter, TableNamesTheOpAndItsShapes) {
   for (const char* algo : {"native ", "pipelined ", "decomposed "}) {
     EXPECT_TRUE(contains(line_starting(r.out, algo), "ok")) << r.out;
   }
-  EXPECT_TRUE(contains(r.out, "# check: all 4 ranks within tolerance 1.2e-02")) << r.out;
+  EXPECT_TRUE(contains(r.out, "# check: all 4 ranks within an error bound computed from the inputs"))
+      << r.out;
   EXPECT_FALSE(contains(r.out, "gathered A")) << "the reduce-scatter gathers nothing:\n" << r.out;
 }
 
-TEST(CliReduceScatter, JsonNamesTheOpShapesAndTheDerivedTolerance) {
+TEST(CliReduceScatter, JsonNamesTheOpAndShapesAndNoRelativeTolerance) {
   const ToolResult r = run_tool(rs_run(4, {"--check", "--json", "--seed", "9"}));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const Json doc = parse_json(r.out);
@@ -88,7 +82,9 @@ TEST(CliReduceScatter, JsonNamesTheOpShapesAndTheDerivedTolerance) {
       {"world_size", 4}, {"M", 1024}, {"m_per_rank", 256}, {"N", 128}, {"K", 128}, {"seed", 9}};
   for (const auto& [key, value] : numbers) EXPECT_EQ(doc[key].number, value) << key;
   EXPECT_TRUE(doc["check"].boolean);
-  EXPECT_NEAR(doc["tolerance"].number, bf16_tolerance(4), 1e-6);
+  // Checked element by element against a bound from the inputs: no single
+  // relative figure.
+  EXPECT_TRUE(doc["tolerance"].is_null());
   EXPECT_FALSE(doc["planner"]["algorithm"].is_null());
   const Json& algos = doc["algorithms"];
   ASSERT_EQ(algos.array.size(), 3u);

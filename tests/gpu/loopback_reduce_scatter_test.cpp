@@ -1,5 +1,5 @@
 // fused_matmul_reduce_scatter on the CUDA loopback group, against the
-// float64 reference with core::reduce_scatter_error_tolerance (outputs
+// float64 reference, every element within its error bound (outputs
 // poisoned, so an element never written is caught; guard regions after
 // them; each rank on its own non-blocking stream):
 //

@@ -2,7 +2,7 @@
 // NCCL): support/reduce_scatter_problem.hpp's host problem (random inputs
 // with uneven K-slices, float64 references) with per-rank device copies:
 // inputs uploaded, outputs poisoned with a guard region after each,
-// download, the checks against the reference with a given tolerance, and
+// download, the checks against the reference within its error bound, and
 // the "outputs untouched" check. Nothing touches CUDA at static
 // initialization.
 #pragma once
@@ -29,16 +29,13 @@ class DeviceRsProblem {
 
   // devices[r]: rank r's GPU (default: all on GPU 0, as a loopback group).
   DeviceRsProblem(const RsShape& shape, std::mt19937_64& rng, std::vector<int> devices = {})
-      : host_(shape, rng), devices_(std::move(devices)) {
-    tolerance_ = host_.tolerance();
-  }
+      : host_(shape, rng), devices_(std::move(devices)) {}
 
   const RsShape& shape() const { return host_.shape(); }
   int world() const { return host_.world(); }
   int device(int r) const { return devices_.empty() ? 0 : devices_[static_cast<std::size_t>(r)]; }
-  double tolerance() const { return tolerance_; }
   // A transport whose reduction rounds differently (NCCL's) has its own bound.
-  void set_tolerance(double t) { tolerance_ = t; }
+  void set_partial_sum(asynctp::verify::PartialSum sum) { host_.set_partial_sum(sum); }
 
   // Allocates, uploads the inputs, poisons the outputs. ASSERT_NO_FATAL_FAILURE.
   void prepare() {
@@ -116,10 +113,13 @@ class DeviceRsProblem {
     expect_guard_intact(r);
     return host_.out(r);
   }
-  const std::vector<double>& reference(int r) { return host_.reference(r); }
+  // Rank r's out downloaded (as downloaded_out) against its error bound.
+  asynctp::verify::Verdict downloaded_verdict(int r) {
+    return host_.verdict_of(downloaded_out(r), r);
+  }
 
-  // Every element written, the relative Frobenius error within tolerance(),
-  // nothing written past the output. The streams must be idle.
+  // Every element written and within its error bound, nothing written past
+  // the output. The streams must be idle.
   void expect_correct(int r) {
     SCOPED_TRACE("rank " + std::to_string(r) + " of " + shape().to_string());
     CUDA_ASSERT(cudaSetDevice(device(r)));
@@ -127,10 +127,8 @@ class DeviceRsProblem {
     CUDA_ASSERT(
         cudaMemcpy(out_host.data(), buf(r).out.p, out_host.bytes(), cudaMemcpyDeviceToHost));
     ASSERT_NO_FATAL_FAILURE(expect_guard_intact(r));
-    const auto cmp = asynctp::core::compare_to_reference(host_.out(r), host_.reference(r));
-    EXPECT_EQ(cmp.unwritten, 0) << "elements of out never written";
-    EXPECT_EQ(cmp.non_finite, 0);
-    EXPECT_LE(cmp.relative_frobenius_error, tolerance_);
+    const asynctp::verify::Verdict verdict = host_.verdict(r);
+    EXPECT_TRUE(verdict.ok) << verdict.failure;
   }
   void expect_all_correct() {
     for (int r = 0; r < world(); ++r) ASSERT_NO_FATAL_FAILURE(expect_correct(r));
@@ -176,7 +174,6 @@ class DeviceRsProblem {
 
   ReduceScatterProblem host_;
   std::vector<int> devices_;
-  double tolerance_ = 0;
   std::vector<std::unique_ptr<Buffers>> ranks_;
   std::vector<std::vector<unsigned char>> poisoned_;
 };

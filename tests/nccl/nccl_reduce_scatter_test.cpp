@@ -1,9 +1,10 @@
 // fused_matmul_reduce_scatter on the NCCL transport (decomposed: one cuBLAS
 // GEMM, then ncclReduceScatter; pipelined: per-chunk GEMMs pushing partials
 // into the owners' symmetric slots, then the reduction kernel), against
-// float64 with poisoned outputs. Tolerance: decomposed
-// core::nccl_reduce_scatter_error_tolerance (NCCL's ring rounds each step's
-// partial sum to the dtype), pipelined core::reduce_scatter_error_tolerance.
+// float64 with poisoned outputs, every element within its error bound
+// (verify::check_matmul_reduce_scatter): decomposed with
+// PartialSum::output_dtype (NCCL's ring rounds each step's running sum to the
+// dtype), pipelined with PartialSum::fp32.
 //
 //   NcclReduceScatter.WorldOfOne
 //       W = 1: bf16/fp16/fp32 x B row/col-major x decomposed, pipelined and
@@ -58,10 +59,10 @@ std::vector<lb::RankResult> run(nccl::LocalGroup& group, const lb::RankStreams& 
       what);
 }
 
-// The bound of the algorithm that ran.
-double tolerance_of(Algorithm ran, DType dtype, int world) {
-  return ran == Algorithm::decomposed ? core::nccl_reduce_scatter_error_tolerance(dtype, world)
-                                      : core::reduce_scatter_error_tolerance(dtype, world);
+// How the algorithm that ran sums its partials: the decomposed path is
+// NCCL's reduce-scatter, whose ring stores running sums in the dtype.
+verify::PartialSum partial_sum_of(Algorithm ran) {
+  return ran == Algorithm::decomposed ? verify::PartialSum::output_dtype : verify::PartialSum::fp32;
 }
 
 // Two rounds of `algorithm` on fresh inputs, every rank checked; `expected`
@@ -85,7 +86,7 @@ void expect_correct(nccl::LocalGroup& group, const RsShape& shape, Algorithm alg
     if (!results[0].ok()) return;
     std::printf("  %s -> %s: %s\n", shape.to_string().c_str(), to_string(results[0].info.algorithm),
                 results[0].info.reason.c_str());
-    problem.set_tolerance(tolerance_of(results[0].info.algorithm, shape.dtype, world));
+    problem.set_partial_sum(partial_sum_of(results[0].info.algorithm));
     ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
   }
 }

@@ -2,8 +2,8 @@
 // tests: per rank a random A (M x k_r, M = W*m) and B (k_r x n, row- or
 // column-major), where the K-slices k_r may differ between ranks; outputs
 // (m x n) poisoned before every run; and the checks the project requires:
-// every element written, relative Frobenius error against the float64
-// reference within verify::reduce_scatter_tolerance (asynctp/verify.hpp's check).
+// every element written and within its rigorous error bound against the
+// float64 reference (verify::check_matmul_reduce_scatter).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -90,9 +90,10 @@ class ReduceScatterProblem {
     for (int r = 0; r < shape_.world; ++r) asynctp::verify::poison(out(r));
   }
 
-  const std::vector<double>& reference(int r) {
+  // Rank r's float64 out with its error bound's terms.
+  const asynctp::verify::ReduceScatterReference& reference(int r) {
     auto& ref = reference_[idx(r)];
-    if (ref.empty()) {
+    if (ref.value.empty()) {
       std::vector<asynctp::TensorView> as, bs;
       for (int s = 0; s < shape_.world; ++s) {
         as.push_back(a(s));
@@ -103,16 +104,20 @@ class ReduceScatterProblem {
     return ref;
   }
 
-  double tolerance() const {
-    return asynctp::verify::reduce_scatter_tolerance(shape_.dtype, shape_.world);
+  // How the runs checked sum their partials: the bound allows for it.
+  void set_partial_sum(asynctp::verify::PartialSum sum) { partial_sum_ = sum; }
+
+  // Rank r's out of the last run (host memory) against its bound.
+  asynctp::verify::Verdict verdict(int r) { return verdict_of(out(r), r); }
+  asynctp::verify::Verdict verdict_of(const asynctp::TensorView& got, int r) {
+    return asynctp::verify::check_matmul_reduce_scatter(got, reference(r), partial_sum_);
   }
 
   // gtest assertions on rank r's output of the last run.
   void expect_correct(int r) {
     SCOPED_TRACE("rank " + std::to_string(r) + " of " + shape_.to_string());
-    const asynctp::verify::Verdict verdict =
-        asynctp::verify::check_matmul_reduce_scatter(out(r), reference(r), shape_.world);
-    EXPECT_TRUE(verdict.ok) << verdict.failure;
+    const asynctp::verify::Verdict v = verdict(r);
+    EXPECT_TRUE(v.ok) << v.failure;
   }
   void expect_all_correct() {
     for (int r = 0; r < shape_.world; ++r) expect_correct(r);
@@ -122,7 +127,8 @@ class ReduceScatterProblem {
   std::size_t idx(int r) const { return static_cast<std::size_t>(r); }
   RsShape shape_;
   std::vector<HostTensor> a_, b_, out_;
-  std::vector<std::vector<double>> reference_;
+  std::vector<asynctp::verify::ReduceScatterReference> reference_;
+  asynctp::verify::PartialSum partial_sum_ = asynctp::verify::PartialSum::fp32;
 };
 
 }  // namespace asynctp_test

@@ -2,6 +2,7 @@
 // random inputs and, with --check, its float64 references.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -13,8 +14,15 @@
 namespace asynctp::tool {
 namespace {
 
+// NCCL's reduce-scatter keeps its running sums in the output dtype: a run
+// over it (or a bench that measures it with the same problem) is checked
+// against that looser bound.
 verify::ProblemShape shape_of(const Args& args) {
-  return {args.world_size, args.m_per_rank(), args.n, args.k, args.dtype, args.b_col_major};
+  const bool over_nccl =
+      std::find(args.links.begin(), args.links.end(), LinkChoice::nccl) != args.links.end();
+  return {args.world_size, args.m_per_rank(), args.n,
+          args.k,          args.dtype,        args.b_col_major,
+          over_nccl ? verify::PartialSum::output_dtype : verify::PartialSum::fp32};
 }
 
 // fn(std::type_identity<the op's verify problem>): the one place an op's

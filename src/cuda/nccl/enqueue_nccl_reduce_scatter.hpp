@@ -3,8 +3,8 @@
 // decomposed, on the caller's stream: [previous call done] -> one cuBLAS
 //   GEMM of this rank's partial A_r @ B_r (M x n, the output dtype, rank
 //   workspace) -> ncclReduceScatter(sum) into out. NCCL's ring rounds each
-//   step's partial sum to the dtype: the error bound is
-//   core::nccl_reduce_scatter_error_tolerance.
+//   step's partial sum to the dtype: its error bound is
+//   core::reduce_scatter_error_bound with PartialSum::output_dtype.
 // pipelined (peers in one NVLink domain; the symmetric workspace's gathered
 //   region holds this rank's W - 1 receive slots of m x n, slot i = what
 //   arrives at ring step i, core::partial_slot):
@@ -16,7 +16,7 @@
 //            a peer copy on the copy engines)
 //   stream:  join; barrier 2 (every partial has landed everywhere); the
 //            reduction kernel (own, then slots 0..W-2, fp32, rounded once:
-//            core::reduce_scatter_error_tolerance).
+//            core::reduce_scatter_error_bound with PartialSum::fp32).
 // native (as pipelined, peers in one NVLink domain): the chunk flags and
 //   tile counters reset on the stream, then the fork; compute: the native
 //   grid (core::send_order, each chunk's flag released once its last tile
