@@ -36,7 +36,9 @@ struct ArrivalHooks {
   std::function<std::vector<int>(int rank, const std::vector<int>& order)> reorder;
   // Called before chunk `chunk` is copied on `rank`; may sleep to delay it.
   std::function<void(int rank, int chunk)> before_copy;
-  // Returns true to never copy or signal `chunk` on `rank`.
+  // Returns true to never copy or signal `chunk` on `rank`. The GPU backends
+  // refuse it for the rank's own chunk (which crosses no link) and for
+  // algorithms other than native (see asynctp/ops.hpp for the reduce-scatter).
   std::function<bool(int rank, int chunk)> drop;
   // Called on a GEMM worker of `rank` before it computes output rows of
   // `chunk` (a tile, a lane's share of a chunk, or the chunk's rows of the

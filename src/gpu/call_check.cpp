@@ -137,6 +137,17 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
                       "kernel; pipelined and decomposed wait on copy events that a dropped chunk "
                       "would never record");
   }
+  // The local chunk crosses no link: its copy runs ahead of the grid and the
+  // kernel reads it without a wait, so there is nothing a drop could stop
+  // that a bounded wait would then catch (the CPU backend, whose workers do
+  // wait for the local chunk, honours it).
+  const int rank = out.problem.rank;
+  if (options.hooks.drop && options.hooks.drop(rank, rank)) {
+    fail_argument("options.hooks.drop",
+                  "the " + backend_name + " backend cannot drop a rank's own chunk (rank " +
+                      std::to_string(rank) +
+                      "'s chunk crosses no link and the native kernel reads it without waiting)");
+  }
   // Nor may the group ask this rank to run another algorithm instead.
   if (options.hooks.drop) out.plan.runnable &= core::algorithm_bit(Algorithm::native);
   out.capturing = stream_is_capturing(static_cast<rt::StreamHandle>(options.stream));
