@@ -23,6 +23,14 @@ void CublasGemm::run(cudaStream_t stream, const void* a, std::int64_t rows, cons
     check_cublas(cublasCreate(&handle_), "cublasCreate");
     void* ws = workspace_.ensure(kWorkspaceBytes, "cuBLAS workspace allocation");
     check_cublas(cublasSetWorkspace(handle_, ws, kWorkspaceBytes), "cublasSetWorkspace");
+    // fp32 accumulation end to end: by default cuBLAS may add the split-K
+    // pieces of an fp16/bf16 GEMM in the output's precision, which the ops'
+    // error bounds do not allow (partials in fp32, rounded once; the
+    // reduce-scatter's elementwise bound caught it on small chunks).
+    check_cublas(cublasSetMathMode(handle_, static_cast<cublasMath_t>(
+                                                CUBLAS_DEFAULT_MATH |
+                                                CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+                 "cublasSetMathMode");
   }
   check_cublas(cublasSetStream(handle_, stream), "cublasSetStream");
   const gpu::ColumnMajorGemm g = gpu::column_major_gemm(rows, b);
