@@ -147,28 +147,9 @@ class LoopbackStress {
                                        c.gathered ? &g : nullptr, options);
       });
       ASSERT_NO_FATAL_FAILURE(problem.download_outputs());
-      auto& host = problem.host();
-      judge(c, verdicts, outcomes, seconds_, tally, problems, "c_out",
-            [&](int r) {
-              const auto cmp = core::compare_to_reference(host.c(r), host.reference(r));
-              if (!cmp.ok(core::error_tolerance(c.dtype))) return false;
-              for (int s = 0; s < c.world; ++s) {
-                if (c.gathered ? !core::bitwise_equal_rows(host.g(r), s * c.m, host.a(s))
-                               : !untouched(host.g(r))) {
-                  return false;
-                }
-              }
-              return true;
-            },
-            [&](int r) { return untouched(host.c(r)) && untouched(host.g(r)); },
-            "(the A shard of rank " + std::to_string(c.fault_chunk) + ") never arrived");
+      judge_all_gather(c, verdicts, outcomes, seconds_, tally, problems, problem.host());
     }
-    if (!problems.empty()) {
-      ++tally.wrong;
-      std::string all;
-      for (const auto& p : problems) all += "\n  " + p;
-      ADD_FAILURE() << "call " << tally.calls << ": " << c.text << all;
-    }
+    report_problems(c, tally, problems);
   }
 
  private:

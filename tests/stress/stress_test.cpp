@@ -105,27 +105,9 @@ class Stress {
         return fused_all_gather_matmul(comm, problem.a(r), problem.b(r), out(r),
                                        c.gathered ? &g : nullptr, c.options);
       });
-      judge(c, verdicts, outcomes, seconds, tally, problems, "c_out",
-            [&](int r) {
-              const auto cmp = core::compare_to_reference(problem.c(r), problem.reference(r));
-              if (!cmp.ok(core::error_tolerance(c.dtype))) return false;
-              for (int s = 0; s < c.world; ++s) {
-                if (c.gathered ? !core::bitwise_equal_rows(problem.g(r), s * c.m, problem.a(s))
-                               : !untouched(problem.g(r))) {
-                  return false;
-                }
-              }
-              return true;
-            },
-            [&](int r) { return untouched(problem.c(r)) && untouched(problem.g(r)); },
-            "(the A shard of rank " + std::to_string(c.fault_chunk) + ") never arrived");
+      judge_all_gather(c, verdicts, outcomes, seconds, tally, problems, problem);
     }
-    if (!problems.empty()) {
-      ++tally.wrong;
-      std::string all;
-      for (const auto& p : problems) all += "\n  " + p;
-      ADD_FAILURE() << "call " << tally.calls << ": " << c.text << all;
-    }
+    report_problems(c, tally, problems);
   }
 
  private:

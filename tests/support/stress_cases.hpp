@@ -297,6 +297,39 @@ void judge(const Case& c, const std::vector<LocalVerdict>& verdicts,
 }
 
 
+// The all-gather's contract on the host copies of its outputs (`problem`, a
+// FusedProblem): c_out within tolerance of the float64 reference, the
+// gathered A bitwise the shards (or, not requested, untouched); on a refusal
+// neither output written.
+template <class FusedProblem>
+void judge_all_gather(const Case& c, const std::vector<LocalVerdict>& verdicts,
+                      const std::vector<Outcome>& outcomes, const std::vector<double>& seconds,
+                      Tally& tally, std::vector<std::string>& problems, FusedProblem& problem) {
+  judge(c, verdicts, outcomes, seconds, tally, problems, "c_out",
+        [&](int r) {
+          const auto cmp = asynctp::core::compare_to_reference(problem.c(r), problem.reference(r));
+          if (!cmp.ok(asynctp::core::error_tolerance(c.dtype))) return false;
+          for (int s = 0; s < c.world; ++s) {
+            if (c.gathered ? !asynctp::core::bitwise_equal_rows(problem.g(r), s * c.m, problem.a(s))
+                           : !untouched(problem.g(r))) {
+              return false;
+            }
+          }
+          return true;
+        },
+        [&](int r) { return untouched(problem.c(r)) && untouched(problem.g(r)); },
+        "(the A shard of rank " + std::to_string(c.fault_chunk) + ") never arrived");
+}
+
+// Counts the call as wrong and reports what went wrong, if anything did.
+inline void report_problems(const Case& c, Tally& tally, const std::vector<std::string>& problems) {
+  if (problems.empty()) return;
+  ++tally.wrong;
+  std::string all;
+  for (const auto& p : problems) all += "\n  " + p;
+  ADD_FAILURE() << "call " << tally.calls << ": " << c.text << all;
+}
+
 // Runs `calls` drawn calls through run_one(case, rng, tally) and prints the
 // tally; fails the test on any call the contract does not allow.
 inline void run_stress(const char* backend, const CaseLimits& limits, std::int64_t calls,
