@@ -133,13 +133,8 @@ std::uint32_t LoopbackComm::execute(const call::OpCall& call, const call::Checke
                      "stream wait (previous rank's call)");
         }
         if (!checked.capturing) {
-          for (int p = 0; p < world; ++p) {
-            const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
-            if (p != rank_ && peer.shard_ready_recorded) {
-              gpu::check(rt::stream_wait_event(stream, peer.shard_ready.get()),
+          wait_for_peers(stream, &RankEvents::shard_ready, &RankEvents::shard_ready_recorded,
                          "stream wait (peer shard ready)");
-            }
-          }
         }
         enqueue_call(spec, res_, *backend_);
         if (!checked.capturing) {
@@ -165,16 +160,30 @@ std::uint32_t LoopbackComm::execute(const call::OpCall& call, const call::Checke
     group_.barrier.arrive_and_wait(rank_, "enqueue", timeout_ms);
   }
 
-  // The caller may overwrite its shard once its stream moves on: make the
-  // stream wait until every peer has read it. synchronize() waits for that
-  // point too: then the shard is free.
-  if (!checked.capturing && !enqueue_error) {
+  // The caller may overwrite its shard once its stream moves on: the stream
+  // waits until every peer has read it. synchronize() waits for that point
+  // too: then the shard is free.
+  finish_enqueue(stream, checked.capturing, true, enqueue_error);
+  return epoch_;
+}
+
+void LoopbackComm::wait_for_peers(rt::StreamHandle stream, Event RankEvents::*event,
+                                  bool RankEvents::*recorded, const char* what) const {
+  for (int p = 0; p < group_.config.world_size; ++p) {
+    const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
+    if (p != rank_ && peer.*recorded) {
+      gpu::check(rt::stream_wait_event(stream, (peer.*event).get()), what);
+    }
+  }
+}
+
+void LoopbackComm::finish_enqueue(rt::StreamHandle stream, bool capturing, bool peers_read_inputs,
+                                  std::exception_ptr enqueue_error) {
+  if (!capturing && !enqueue_error) {
     try {
-      for (int p = 0; p < world; ++p) {
-        const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
-        if (p == rank_ || !peer.reads_done_recorded) continue;
-        gpu::check(rt::stream_wait_event(stream, peer.reads_done.get()),
-                   "stream wait (peer reads done)");
+      if (peers_read_inputs) {
+        wait_for_peers(stream, &RankEvents::reads_done, &RankEvents::reads_done_recorded,
+                       "stream wait (peer reads done)");
       }
       gpu::check(rt::event_record(res_.call_done.get(), stream), "event record (call done)");
       pending_ = true;
@@ -183,7 +192,6 @@ std::uint32_t LoopbackComm::execute(const call::OpCall& call, const call::Checke
     }
   }
   if (enqueue_error) std::rethrow_exception(enqueue_error);
-  return epoch_;
 }
 
 void LoopbackComm::synchronize() {

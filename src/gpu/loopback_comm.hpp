@@ -48,6 +48,18 @@ class LoopbackComm final : public GpuTransport {
   ReduceScatterSpec make_rs_spec(const CheckedCall& checked, const call::OpCall& call,
                                  const Options& options);
 
+  // Makes `stream` wait for `event` of every peer that recorded it: the
+  // peers' shard writers before this rank reads their inputs, or the peers'
+  // last reads of this rank's inputs before the caller may overwrite them.
+  void wait_for_peers(rt::StreamHandle stream, Event RankEvents::*event, bool RankEvents::*recorded,
+                      const char* what) const;
+  // The end of an enqueue that did not fail and is not captured: the stream
+  // waits for the peers' reads of this rank's inputs (where peers read them),
+  // then records call_done for synchronize(). Rethrows the enqueue's error,
+  // or the first error of these steps.
+  void finish_enqueue(rt::StreamHandle stream, bool capturing, bool peers_read_inputs,
+                      std::exception_ptr enqueue_error);
+
   LoopbackState& group_;
   const int rank_;
   RankResources res_;

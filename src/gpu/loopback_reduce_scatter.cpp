@@ -116,13 +116,8 @@ std::uint32_t LoopbackComm::execute_reduce_scatter(const call::OpCall& call,
         }
         if (!checked.capturing && modelled) {
           // The arrival model reads the peers' A and B.
-          for (int p = 0; p < world; ++p) {
-            const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
-            if (p != rank_ && peer.shard_ready_recorded) {
-              gpu::check(rt::stream_wait_event(stream, peer.shard_ready.get()),
+          wait_for_peers(stream, &RankEvents::shard_ready, &RankEvents::shard_ready_recorded,
                          "stream wait (peer inputs ready)");
-            }
-          }
         }
         enqueue_rs_products(spec, res_, *backend_);
         if (!checked.capturing) {
@@ -167,21 +162,7 @@ std::uint32_t LoopbackComm::execute_reduce_scatter(const call::OpCall& call,
 
   // The caller may overwrite its A and B once its stream moves on: with the
   // arrival model the peers read them too.
-  if (!checked.capturing && !enqueue_error) {
-    try {
-      for (int p = 0; modelled && p < world; ++p) {
-        const RankEvents& peer = *group_.events[static_cast<std::size_t>(p)];
-        if (p == rank_ || !peer.reads_done_recorded) continue;
-        gpu::check(rt::stream_wait_event(stream, peer.reads_done.get()),
-                   "stream wait (peer reads done)");
-      }
-      gpu::check(rt::event_record(res_.call_done.get(), stream), "event record (call done)");
-      pending_ = true;
-    } catch (...) {
-      enqueue_error = std::current_exception();
-    }
-  }
-  if (enqueue_error) std::rethrow_exception(enqueue_error);
+  finish_enqueue(stream, checked.capturing, modelled, enqueue_error);
   return epoch_;
 }
 
