@@ -97,6 +97,22 @@ RunInfo run_collective(Transport& transport, const OpCall& call, const Options& 
   return to_run_info(checked.plan);
 }
 
+void reject_collective(Transport& transport, const Error& why) {
+  transport.check_usable();
+  core::CallRecord mine;
+  mine.world_size = transport.world_size();
+  mine.error = why.what();
+  std::exception_ptr local_error = std::make_exception_ptr(why);
+  // The transport reads the checked call only from a record that passed.
+  try {
+    transport.agree(mine, local_error, CheckedCall{}, OpCall{}, Options{},
+                    core::kDefaultWaitTimeoutMs);
+  } catch (const Error& e) {
+    // The agreement rethrows this rank's own rejection: the peers were told.
+    if (std::string(e.what()) != mine.error) throw;
+  }
+}
+
 RunInfo plan_collective(const Transport& transport, const OpCall& call, const Options& options) {
   return to_run_info(transport.check(call, options).plan);
 }

@@ -3,6 +3,7 @@
 // and, for GPU transports, asynctp::synchronize later. Written once here.
 #pragma once
 
+#include "asynctp/error.hpp"
 #include "asynctp/options.hpp"
 #include "call/op_call.hpp"
 #include "call/transport.hpp"
@@ -12,6 +13,13 @@ namespace asynctp::call {
 // Collective: every rank of the transport's group calls it with agreeing
 // arguments. Throws Error; on invalid arguments nothing is written.
 RunInfo run_collective(Transport& transport, const OpCall& call, const Options& options);
+
+// In the place of a collective call that this rank cannot make at all (its
+// caller could not even form the arguments): publishes a failed record
+// saying `why`, so that the peers making the call fail naming this rank
+// instead of waiting for it. Returns once they were told; throws an Error of
+// the agreement itself (e.g. a peer that never came) if there was one.
+void reject_collective(Transport& transport, const Error& why);
 
 // The local check and plan alone: no communication, nothing written.
 RunInfo plan_collective(const Transport& transport, const OpCall& call, const Options& options);

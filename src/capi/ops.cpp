@@ -10,7 +10,7 @@
 #include "asynctp/ops.hpp"
 #include "capi/comm_handle.hpp"
 #include "capi/guard.hpp"
-#include "capi/reject.hpp"
+#include "call/collective.hpp"
 
 namespace asynctp::capi {
 namespace {
@@ -145,14 +145,16 @@ struct ReduceScatterArgs {
   }
 };
 
-// A collective call's arguments converted; when they cannot be, the peers
-// are told (they are making the call) before this rank throws.
+// A collective call's arguments converted; when they cannot be (a NULL
+// pointer, an unknown dtype code, a Python tensor of the wrong rank), the
+// peers, who are making the call, are told through the call's agreement
+// before this rank throws, so they fail naming it instead of waiting.
 template <class Args, class... In>
 Args converted_or_rejected(Comm& comm, const In*... in) {
   try {
     return Args(in...);
   } catch (const Error& e) {
-    reject_collectively(comm, e);
+    call::reject_collective(call::transport_of(comm), e);
     throw;
   }
 }
@@ -213,7 +215,8 @@ extern "C" asynctpResult_t asynctpCommRejectCall(asynctpComm_t comm, const char*
   return guarded([&] {
     asynctp::Comm& c = asynctp::capi::comm_of(comm);
     asynctp::capi::require_pointer(message, "message");
-    asynctp::capi::reject_collectively(
-        c, asynctp::Error(asynctp::ErrorCode::invalid_argument, message));
+    asynctp::call::reject_collective(
+        asynctp::call::transport_of(c),
+        asynctp::Error(asynctp::ErrorCode::invalid_argument, message));
   });
 }
