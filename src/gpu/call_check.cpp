@@ -88,6 +88,7 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
 
   BackendChoice choice = backend.choose(out.problem, out.resolved);
   choice.caps.no_peer_access = site.no_peer_access;
+  choice.caps.link = site.link;
   if (!site.native_blocked.empty()) {
     choice.caps.native_supported = false;
     choice.caps.native_unsupported_reason = site.native_blocked;

@@ -35,6 +35,8 @@ struct CallSite {
   // pulled ("" when it may), e.g. the pulls' copies were measured to need
   // SMs, which the persistent grid holds: pipelined then runs instead.
   std::string native_blocked;
+  // How peers' bytes reach this rank, for the planner's cost model.
+  core::LinkFacts link;
 };
 
 // Makes the backend's device current. Throws Error(invalid_argument) naming

@@ -30,6 +30,9 @@ CallSite LoopbackComm::site() const {
   CallSite site;
   site.world_size = group_.config.world_size;
   site.rank = rank_;
+  const bool arrival = group_.config.link == loopback::Link::arrival;
+  site.link.kind = arrival ? core::LinkFacts::Kind::arrival : core::LinkFacts::Kind::pcie;
+  site.link.gbps = arrival ? group_.config.link_gbps : 0;  // pcie: the device's measured figure
   return site;
 }
 
