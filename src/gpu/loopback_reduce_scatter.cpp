@@ -13,6 +13,7 @@
 #include "asynctp/error.hpp"
 #include "core/signals.hpp"
 #include "gpu/check.hpp"
+#include "gpu/link.hpp"
 #include "gpu/loopback_comm.hpp"
 #include "gpu/reduce_scatter_enqueue.hpp"
 
@@ -28,12 +29,20 @@ void LoopbackComm::prepare_rs_workspace(const CheckedCall& checked) {
   const bool modelled = group_.config.link == loopback::Link::arrival;
   const bool gemms_ready = gemm_ready(*backend_, checked.plan.algorithm) &&
                            (!modelled || gemm_ready(*backend_, Algorithm::decomposed));
-  if (checked.capturing && (res_.partial.size() < partial || res_.slots.size() < slots ||
-                            res_.slot_flags.size() < flags || !gemms_ready)) {
+  const Link link = modelled ? Link::arrival : Link::pcie;
+  // The pcie link stages every chunk this rank ships (W of m x n) in its bounce.
+  const std::size_t shipped =
+      static_cast<std::size_t>(p.world_size * p.m * p.n) * element_size(p.dtype);
+  if (checked.capturing &&
+      (res_.partial.size() < partial || res_.slots.size() < slots ||
+       res_.slot_flags.size() < flags || !gemms_ready || !link_ready(link, shipped, res_))) {
     fail_argument("options.stream",
                   "is capturing a graph, but this call would first have to allocate its "
                   "workspace or library GEMM handle; make the same call once uncaptured first");
   }
+  prepare_link(link, p.world_size, shipped, res_);
+  prepare_gemm(*backend_, checked.plan.algorithm);
+  if (modelled) prepare_gemm(*backend_, Algorithm::decomposed);
   res_.partial.ensure(partial, "device allocation (reduce-scatter partial)");
   res_.slots.ensure(slots, "device allocation (reduce-scatter receive slots)");
   if (res_.slot_flags.size() < flags) {
@@ -85,24 +94,8 @@ std::uint32_t LoopbackComm::execute_reduce_scatter(const call::OpCall& call,
   pending_reduce_scatter_ = true;
 
   // 1. Every rank's receive side exists before anyone ships into it.
+  prepare_every_rank(checked, call, timeout_ms);
   std::exception_ptr enqueue_error;
-  char& ok = group_.workspace_ok[static_cast<std::size_t>(rank_)];
-  ok = 0;
-  try {
-    prepare_rs_workspace(checked);
-    ok = 1;
-  } catch (...) {
-    enqueue_error = std::current_exception();
-  }
-  group_.barrier.arrive_and_wait(rank_, "reduce-scatter workspace", timeout_ms);
-  if (enqueue_error) std::rethrow_exception(enqueue_error);
-  for (int p = 0; p < world; ++p) {
-    if (!group_.workspace_ok[static_cast<std::size_t>(p)]) {
-      throw Error(ErrorCode::backend, "rank " + std::to_string(p) +
-                                          " could not prepare its reduce-scatter workspace; "
-                                          "nothing was enqueued");
-    }
-  }
   ReduceScatterSpec spec = make_rs_spec(checked, call, options);
 
   // 2. Products (and, modelled, the whole call) rank after rank.

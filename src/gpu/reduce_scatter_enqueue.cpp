@@ -6,6 +6,7 @@
 #include "core/schedule.hpp"
 #include "gpu/check.hpp"
 #include "gpu/copy.hpp"
+#include "gpu/link.hpp"
 #include "gpu/rank_backend.hpp"
 #include "gpu/partial_kernels.hpp"
 #include "gpu/stream_memops.hpp"
@@ -83,8 +84,8 @@ void enqueue_gemms(const ReduceScatterSpec& call, RankResources& res, RankBacken
 void ship_over_pcie(const ReduceScatterSpec& call, RankResources& res) {
   const int world = call.problem.world_size;
   const std::size_t bytes = call.chunk_bytes();
-  char* bounce = static_cast<char*>(res.bounce.ensure(
-      bytes * static_cast<std::size_t>(world), "pinned host allocation (PCIe link bounce buffer)"));
+  prepare_link(Link::pcie, world, bytes * static_cast<std::size_t>(world), res);
+  char* bounce = static_cast<char*>(res.bounce.get());
   const std::vector<int> order = core::send_order(world, call.problem.rank);
   for (int step = 0; step + 1 < world; ++step) {
     const int owner = order[static_cast<std::size_t>(step)];
