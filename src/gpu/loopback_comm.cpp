@@ -36,14 +36,6 @@ CallSite LoopbackComm::site() const {
 
 void LoopbackComm::check_own_rules(const call::OpCall& call, const CheckedCall& checked) const {
   const bool pcie_peers = group_.config.link == loopback::Link::pcie && world_size() > 1;
-  if (call.op == core::OpKind::matmul_reduce_scatter && group_.config.serialize_ranks &&
-      pcie_peers) {
-    throw Error(ErrorCode::unsupported,
-                "fused_matmul_reduce_scatter: LoopbackConfig::serialize_ranks with the pcie link "
-                "cannot run it: a rank's output needs its peers' partials from the same call, "
-                "and serialized ranks run after it; use Link::arrival, whose model places the "
-                "peers' partials before the timed span (bench/NOTES.md)");
-  }
   if (call.op == core::OpKind::matmul_reduce_scatter && checked.capturing && pcie_peers) {
     throw Error(ErrorCode::unsupported,
                 "options.stream: is capturing a graph, but fused_matmul_reduce_scatter over the "

@@ -51,6 +51,10 @@ class LoopbackComm final : public GpuTransport {
   void prepare_every_rank(const CheckedCall& checked, const call::OpCall& call,
                           std::int64_t timeout_ms);
   void prepare_all_gather_workspace(const CheckedCall& checked, const call::OpCall& call);
+  // Whether this group's reduce-scatter places the peers' partials before
+  // the timed span (ReduceScatterSpec::modelled): the arrival link, and
+  // ranks that run one after another, which could not ship to each other.
+  bool peers_placed() const;
   // Makes this rank's partial, slots and flags and publishes its receive
   // side; throws when a capture would have to allocate.
   void prepare_rs_workspace(const CheckedCall& checked);
