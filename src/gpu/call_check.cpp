@@ -69,6 +69,12 @@ bool gemm_ready(RankBackend& backend, Algorithm algorithm) {
   return algorithm != Algorithm::pipelined || (lane1 && lane1->ready());
 }
 
+void prepare_gemm(RankBackend& backend, Algorithm algorithm) {
+  if (algorithm == Algorithm::native) return;
+  library_lane(backend, 0, to_string(algorithm)).prepare();
+  if (algorithm == Algorithm::pipelined) library_lane(backend, 1, "pipelined").prepare();
+}
+
 CheckedCall check_call(const CallSite& site, const RankBackend& backend, const call::OpCall& call,
                        const Options& options) {
   const int device = backend.device();

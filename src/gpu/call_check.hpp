@@ -80,6 +80,8 @@ class GpuTransport : public call::Transport {
 // Whether the GEMM of `algorithm` has every handle it needs: a graph capture
 // cannot make one.
 bool gemm_ready(RankBackend& backend, Algorithm algorithm);
+// Makes the library GEMM handles gemm_ready checks for (LibraryGemm::prepare).
+void prepare_gemm(RankBackend& backend, Algorithm algorithm);
 
 RunInfo to_run_info(const core::Plan& plan);
 
