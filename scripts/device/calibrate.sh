@@ -88,6 +88,7 @@ name, sms = head.group(1), int(head.group(2))
 us = lambda v: max(0.0, v * 1000)
 lines = ["asynctp-cost-table 1",
          "device " + name,
+         "status calibrated",
          "source scripts/device/calibrate.sh (native_kernel_bench --speed, asynctp run at 10^6 GB/s and over pcie), " + device_line,
          "sms %d" % sms,
          "link pcie %.1f %.1f" % (pcie_gbps, pcie_latency_us),

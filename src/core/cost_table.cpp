@@ -108,7 +108,7 @@ const FixedCost& CostTable::fixed_cost(OpKind op, Algorithm algorithm) const {
 CostTable parse_cost_table(std::string_view text, const std::string& origin) {
   CostTable table;
   table.origin = origin;
-  bool header = false, reduce = false;
+  bool header = false, reduce = false, status_seen = false;
   bool fixed_seen[2][3] = {};
   std::istringstream in{std::string(text)};
   std::string raw;
@@ -133,6 +133,13 @@ CostTable parse_cost_table(std::string_view text, const std::string& origin) {
       if (table.device.empty()) p.fail("device needs a name");
     } else if (key == "source") {
       table.source = rest_of(line);
+    } else if (key == "status") {
+      expect_words(p, w, 2, "status <calibrated|seeded>");
+      if (w[1] != "calibrated" && w[1] != "seeded") {
+        p.fail("status must be 'calibrated' or 'seeded', got '" + w[1] + "'");
+      }
+      table.calibrated = w[1] == "calibrated";
+      status_seen = true;
     } else if (key == "sms") {
       expect_words(p, w, 2, "sms <processors>");
       table.sms = static_cast<int>(p.dimension(w[1], "sms"));
@@ -187,7 +194,8 @@ CostTable parse_cost_table(std::string_view text, const std::string& origin) {
       s.ms = p.number(w[6], "gemm ms", false);
       table.gemms.push_back(s);
     } else {
-      p.fail("unknown key '" + key + "' (known: device, source, sms, link, reduce, fixed, gemm)");
+      p.fail("unknown key '" + key +
+             "' (known: device, source, status, sms, link, reduce, fixed, gemm)");
     }
   }
   const auto missing = [&](const std::string& what) {
@@ -195,6 +203,7 @@ CostTable parse_cost_table(std::string_view text, const std::string& origin) {
   };
   if (!header) missing("empty: the first line must be 'asynctp-cost-table 1'");
   if (table.device.empty()) missing("no 'device' line");
+  if (!status_seen) missing("no 'status' line (calibrated or seeded)");
   if (table.sms == 0) missing("no 'sms' line");
   if (!table.pcie) missing("no 'link pcie' line");
   if (!table.arrival) missing("no 'link arrival' line");

@@ -55,6 +55,11 @@ struct CostTable {
   std::string device;
   std::string source;
   std::string origin;  // where it was read from: an embedded file or a path
+  // 'status calibrated': measured in one run on the device it names
+  // (scripts/device/calibrate.sh), and trusted to choose the algorithm.
+  // 'status seeded': put together from earlier measurements; the planner
+  // reports its predictions beside the rules' choice but does not follow it.
+  bool calibrated = false;
   int sms = 0;
   std::optional<LinkCost> pcie, arrival, nccl;
   double reduce_gbps = 0;

@@ -79,8 +79,8 @@ struct Model {
 Model model_of(const BackendCaps& caps) {
   Model model;
   if (!caps.cost_table) {
-    model.unusable = caps.no_cost_table.empty() ? "the backend reports no cost table"
-                                                : caps.no_cost_table;
+    model.unusable =
+        caps.no_cost_table.empty() ? "the backend reports no cost table" : caps.no_cost_table;
     return model;
   }
   std::string why;
@@ -290,6 +290,11 @@ template <typename NativePlan>
 Plan by_rules(const ProblemDesc& problem, const BackendCaps& caps,
               const std::optional<std::string>& blocker, const std::string& native_fits,
               const NativePlan& native_plan);
+std::vector<Prediction> predict_candidates(const ProblemDesc& problem, const Derived& derived,
+                                           const Model& model,
+                                           const std::optional<std::string>& blocker,
+                                           std::int64_t tile_m, std::int64_t tile_n);
+std::string list_predictions(const std::vector<Prediction>& predictions, const Prediction* skip);
 
 // The algorithm from the derived capabilities: forced, or the first that
 // holds of no library GEMM, nothing can overlap, one rank; then the least
@@ -359,22 +364,33 @@ Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOp
     return result;
   }
   const Model model = model_of(caps);
-  if (model.table && problem.world_size > 1) {
+  if (model.table && model.table->calibrated && problem.world_size > 1) {
     return least_predicted(problem, derived, model, blocker, tile_m, tile_n, native_plan);
   }
-  // No cost model here: the rules decide, and the reason says so.
+  // No calibrated cost model here: the rules decide, and the reason says so.
   result = by_rules(problem, caps, blocker, native_fits, native_plan);
-  if (!model.table) result.reason += " [rules, no cost model: " + model.unusable + "]";
+  if (!model.table) {
+    result.reason += " [rules, no cost model: " + model.unusable + "]";
+  } else {
+    // A seeded table's predictions are shown, not followed: the rules were
+    // measured on the device, its figures not in one run (cost_table.hpp).
+    result.predictions = predict_candidates(problem, derived, model, blocker, tile_m, tile_n);
+    result.reason += " [rules: the cost table " + model.table->origin +
+                     " is seeded, not calibrated; it predicts " +
+                     list_predictions(result.predictions, nullptr) + "]";
+  }
   return result;
 }
 
 // Auto where the cost model applies: of the algorithms that can run here
 // (decomposed; pipelined; native where nothing blocks it), the least
 // predicted time, ties (kPredictionTie) going to the less ambitious one.
-template <typename NativePlan>
-Plan least_predicted(const ProblemDesc& problem, const Derived& derived, const Model& model,
-                     const std::optional<std::string>& blocker, std::int64_t tile_m,
-                     std::int64_t tile_n, const NativePlan& native_plan) {
+// Every algorithm that can run here (decomposed; pipelined; native where
+// nothing blocks it), predicted.
+std::vector<Prediction> predict_candidates(const ProblemDesc& problem, const Derived& derived,
+                                           const Model& model,
+                                           const std::optional<std::string>& blocker,
+                                           std::int64_t tile_m, std::int64_t tile_n) {
   std::vector<Prediction> candidates;
   candidates.push_back(predict(problem, Algorithm::decomposed, *model.table, model.link, nullptr));
   candidates.push_back(predict(problem, Algorithm::pipelined, *model.table, model.link, nullptr));
@@ -382,20 +398,33 @@ Plan least_predicted(const ProblemDesc& problem, const Derived& derived, const M
     const NativeConfig config = model_config(derived, tile_m, tile_n);
     candidates.push_back(predict(problem, Algorithm::native, *model.table, model.link, &config));
   }
+  return candidates;
+}
+
+// "algorithm ms, ..." for every prediction but `skip`.
+std::string list_predictions(const std::vector<Prediction>& predictions, const Prediction* skip) {
+  std::string out;
+  for (const Prediction& c : predictions) {
+    if (&c == skip) continue;
+    out += std::string(out.empty() ? "" : ", ") + to_string(c.algorithm) + " " + fmt_ms(c.ms);
+  }
+  return out;
+}
+
+template <typename NativePlan>
+Plan least_predicted(const ProblemDesc& problem, const Derived& derived, const Model& model,
+                     const std::optional<std::string>& blocker, std::int64_t tile_m,
+                     std::int64_t tile_n, const NativePlan& native_plan) {
+  std::vector<Prediction> candidates =
+      predict_candidates(problem, derived, model, blocker, tile_m, tile_n);
   const Prediction* best = &candidates.front();
   for (const Prediction& c : candidates) {
     if (c.ms < best->ms * (1.0 - kPredictionTie)) best = &c;
   }
-  std::string others;
-  for (const Prediction& c : candidates) {
-    if (&c == best) continue;
-    others += std::string(others.empty() ? "" : ", ") + to_string(c.algorithm) + " " +
-              fmt_ms(c.ms);
-  }
+  const std::string others = list_predictions(candidates, best);
   std::string reason = "least predicted time: " + describe(*best) + " against " + others +
                        " (cost table " + model.table->origin + ", link " +
-                       to_string(derived.caps.link.kind) + " " + fmt_ms(model.link.gbps) +
-                       " GB/s)";
+                       to_string(derived.caps.link.kind) + " " + fmt_ms(model.link.gbps) + " GB/s)";
   if (blocker) reason += "; native unavailable (" + *blocker + ")";
   Plan result = best->algorithm == Algorithm::native
                     ? native_plan(std::move(reason))

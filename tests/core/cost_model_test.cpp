@@ -30,6 +30,7 @@ bool contains(const std::string& text, const std::string& part) {
 const char* kTable = R"(asynctp-cost-table 1
 device Test GPU
 source synthetic
+status calibrated
 sms 132
 link pcie 50 2
 link arrival - 0
@@ -146,6 +147,38 @@ TEST(CostModel, ComputeBoundPicksNative) {
   EXPECT_EQ(prediction_of(p, Algorithm::native)->kernel, "tile128");
 }
 
+// A seeded table (put together from earlier runs, not measured in one) is
+// shown beside the rules' choice, not followed: the same problem the
+// calibrated table sends to an overlapping algorithm goes where the rules
+// send it, with every prediction attached and the reason saying why.
+TEST(CostModel, ASeededTableIsShownButTheRulesDecide) {
+  CostTable seeded = table();
+  seeded.calibrated = false;
+  const CostTable calibrated = table();
+  const ProblemDesc p = problem(OpKind::all_gather_matmul, 8, 2048, 8192, 1024);
+  const Plan by_model = plan(p, caps(&calibrated, LinkFacts::Kind::arrival, 25), {});
+  const Plan by_rules = plan(p, caps(nullptr, LinkFacts::Kind::arrival, 25), {});
+  const Plan shown = plan(p, caps(&seeded, LinkFacts::Kind::arrival, 25), {});
+  EXPECT_EQ(shown.algorithm, by_rules.algorithm) << shown.reason;
+  EXPECT_EQ(shown.predictions.size(), 3u);
+  for (const Prediction& q : by_model.predictions) {
+    const Prediction* same = prediction_of(shown, q.algorithm);
+    ASSERT_NE(same, nullptr) << to_string(q.algorithm);
+    EXPECT_DOUBLE_EQ(same->ms, q.ms);
+  }
+  EXPECT_TRUE(contains(shown.reason, "is seeded, not calibrated; it predicts")) << shown.reason;
+  EXPECT_FALSE(contains(shown.reason, "least predicted time")) << shown.reason;
+  const CostTable parsed = parse_cost_table(
+      [] {
+        std::string text = kTable;
+        text.replace(text.find("status calibrated"), 17, "status seeded");
+        return text;
+      }(),
+      "seeded.txt");
+  EXPECT_FALSE(parsed.calibrated);
+  EXPECT_TRUE(table().calibrated);
+}
+
 TEST(CostModel, TinyProblemsPickDecomposed) {
   const CostTable t = table();
   // 128 rows per rank, n = k = 256: microseconds of GEMM and link, so the
@@ -160,8 +193,8 @@ TEST(CostModel, EveryCandidateIsPredictedAndPositive) {
   const CostTable t = table();
   for (const OpKind op : {OpKind::all_gather_matmul, OpKind::matmul_reduce_scatter}) {
     for (const double gbps : {10.0, 400.0, 1e6}) {
-      const Plan p = plan(problem(op, 4, 1024, 4096, 2048), caps(&t, LinkFacts::Kind::arrival, gbps),
-                          {});
+      const Plan p =
+          plan(problem(op, 4, 1024, 4096, 2048), caps(&t, LinkFacts::Kind::arrival, gbps), {});
       ASSERT_EQ(p.predictions.size(), 3u) << op_name(op) << " " << gbps;
       for (const Prediction& pr : p.predictions) {
         EXPECT_GT(pr.ms, 0);
@@ -252,11 +285,15 @@ TEST(CostTable, ParseErrorsNameTheFileLineAndRule) {
   const std::string good = kTable;
   expect_parse_error("", "the first line must be 'asynctp-cost-table 1'");
   expect_parse_error("asynctp-cost-table 2\n", "format version 2");
-  expect_parse_error(good + "gemm cublas row 0 8 8 1\n", "line 19: gemm M must be a positive integer");
-  expect_parse_error(good + "gemm cublas diag 8 8 8 1\n", "line 19: gemm: B layout must be row or col");
+  expect_parse_error(good + "gemm cublas row 0 8 8 1\n",
+                     "line 20: gemm M must be a positive integer");
+  expect_parse_error(good + "gemm cublas diag 8 8 8 1\n",
+                     "line 20: gemm: B layout must be row or col");
   expect_parse_error(good + "gemm cublas row 8 8 8 -1\n", "gemm ms must be a positive number");
   expect_parse_error(good + "gemm cublas row 8 8 8\n", "expected 'gemm <kernel>");
   expect_parse_error(good + "speed 3\n", "unknown key 'speed'");
+  expect_parse_error(good + "status guessed\n", "status must be 'calibrated' or 'seeded'");
+  expect_parse_error(without(good, "status calibrated\n"), "no 'status' line");
   expect_parse_error(good + "link nvlink 5 0\n", "link must be pcie, arrival or nccl");
   expect_parse_error(good + "fixed all-gather-matmul fast 1 0\n", "algorithm must be native");
   expect_parse_error(without(good, "fixed matmul-reduce-scatter pipelined 20 5\n"),
