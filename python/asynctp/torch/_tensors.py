@@ -31,7 +31,7 @@ def grad_rule(name, tensors):
     """The ops have no autograd formula (as torch.ops.symm_mem's): a call
     that autograd would have to record is refused rather than left to
     PyTorch's fallback, which would drop the gradient with only a warning."""
-    if torch.is_grad_enabled() and torch._C._any_requires_grad(*tensors):
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return (
             f"{name}: must not require grad while grad mode is on (the ops have no autograd "
             "formula): use ColumnParallelLinear / RowParallelLinear, whose backward runs "
@@ -101,7 +101,8 @@ def _device_of(t):
 _MATRIX_FIELDS = "Qiiiiqqqq"  # data, dtype, device_kind, device_index, reserved, rows, cols,
 #                               row_stride, col_stride
 _FOUR_MATRICES = struct.Struct("=" + _MATRIX_FIELDS * 4)
-assert _FOUR_MATRICES.size == 4 * ctypes.sizeof(_capi.Matrix), "asynctpMatrix's layout changed"
+_MatrixArray4 = _capi.Matrix * 4
+assert _FOUR_MATRICES.size == ctypes.sizeof(_MatrixArray4), "asynctpMatrix's layout changed"
 
 
 def _op_matrices(A, a_rows, B, k, n, out, out_rows, extra, extra_rows):
@@ -110,7 +111,7 @@ def _op_matrices(A, a_rows, B, k, n, out, out_rows, extra, extra_rows):
     rs, cs = b_strides(B)
     kind, index = _device_of(A)
     dt = _DTYPE_CODES[A.dtype]
-    mats = (_capi.Matrix * 4)()
+    mats = _MatrixArray4()
     _FOUR_MATRICES.pack_into(
         mats, 0,
         A.data_ptr(), dt, kind, index, 0, a_rows, k, k, 1,
