@@ -1,6 +1,5 @@
 #include "cpu/process_group.hpp"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include "core/agreement_wire.hpp"
 #include "core/deadline.hpp"
 #include "core/log.hpp"
+#include "cpu/shm_sweep.hpp"
 
 namespace asynctp::cpu {
 namespace {
@@ -31,12 +31,11 @@ std::size_t region_bytes(const core::ProblemDesc& p) {
   return static_cast<std::size_t>(p.m * p.k) * element_size(p.dtype);
 }
 
-// Records this process's pid namespace in its rank area (before its pid).
-void record_pid_namespace(shm::RankArea& area) {
-  struct stat ns {};
-  if (::stat("/proc/self/ns/pid", &ns) != 0) return;  // unknown: stays 0
-  area.pid_namespace_dev = static_cast<std::uint64_t>(ns.st_dev);
-  area.pid_namespace_ino = static_cast<std::uint64_t>(ns.st_ino);
+// Writes `me`'s pid namespace into its rank area, before the caller stores
+// the pid, which publishes it.
+void record_namespace(shm::RankArea& area, const shm::Member& me) {
+  area.pid_namespace_dev = me.pid_namespace_dev;
+  area.pid_namespace_ino = me.pid_namespace_ino;
 }
 
 std::string setup_timeout(int rank, std::int64_t timeout_ms, const std::string& waited_for) {
@@ -91,26 +90,50 @@ ProcessGroup::ProcessGroup(const SegmentNames& names, int world, int rank, int w
     join(setup_timeout_ms);
   } catch (...) {
     // Whoever made them, the names must not outlive a group that failed.
-    ShmSegment::unlink(names_.control());
-    ShmSegment::unlink(names_.data(0));
+    unlink_setup_names();
     throw;
   }
   // Every rank has mapped both: from now on the memory lives exactly as
   // long as the mappings.
-  ShmSegment::unlink(names_.control());
+  unlink_setup_names();
+}
+
+void ProcessGroup::unlink_setup_names() const noexcept {
+  // The control segment last: it records every rank that joined, so a
+  // process killed in between leaves a name that says whose it was.
   ShmSegment::unlink(names_.data(0));
+  ShmSegment::unlink(names_.control());
+}
+
+std::size_t ProcessGroup::data_bytes(std::size_t capacity) const noexcept {
+  return shm::data_header_bytes(world_) + capacity * static_cast<std::size_t>(world_);
+}
+
+ShmSegment ProcessGroup::make_data_segment(std::uint32_t generation, std::size_t capacity,
+                                           const std::vector<shm::Member>& members) const {
+  return ShmSegment::create(names_.data(generation), data_bytes(capacity), [&](void* base) {
+    shm::write_data_header(base, world_, members.data(), static_cast<int>(members.size()));
+  });
 }
 
 void ProcessGroup::join(std::int64_t setup_timeout_ms) {
   const auto deadline = core::deadline_after(setup_timeout_ms);
-  const std::size_t data_bytes = capacity_ * static_cast<std::size_t>(world_);
+  const shm::Member me = this_process_member();
   if (rank_ == 0) {
-    control_segment_ = ShmSegment::create(names_.control(), shm::control_bytes(world_));
-    data_segment_ = ShmSegment::create(names_.data(0), data_bytes);
-    control_ = shm::construct_control(control_segment_.data(), world_);
-    record_pid_namespace(control_.ranks[0]);
-    control_.ranks[0].pid.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
-    control_.header->magic.store(shm::kControlMagic, std::memory_order_release);
+    // What groups whose every process died left behind goes before this
+    // group adds its own names (cpu/shm_sweep.hpp says why it is safe).
+    sweep_stale_segments(rank_);
+    // The data segment first: a control segment that a peer can find says
+    // the whole group is ready (its name appears complete).
+    data_segment_ = make_data_segment(0, capacity_, {me});
+    control_segment_ =
+        ShmSegment::create(names_.control(), shm::control_bytes(world_), [&](void* base) {
+          const shm::Control control = shm::construct_control(base, world_);
+          record_namespace(control.ranks[0], me);
+          control.ranks[0].pid.store(me.pid, std::memory_order_relaxed);
+          control.header->magic.store(shm::kControlMagic, std::memory_order_release);
+        });
+    control_ = shm::Control(control_segment_.data(), world_);
   } else {
     for (;;) {
       if (auto segment = ShmSegment::open(names_.control(), sizeof(shm::Header))) {
@@ -140,7 +163,7 @@ void ProcessGroup::join(std::int64_t setup_timeout_ms) {
       std::this_thread::sleep_for(kSetupPoll);
     }
     control_ = shm::Control(control_segment_.data(), world_);
-    auto data = ShmSegment::open(names_.data(0), data_bytes);
+    auto data = ShmSegment::open(names_.data(0), data_bytes(capacity_));
     if (!data) {
       throw Error(ErrorCode::backend, "shared memory " + names_.data(0) +
                                           " is gone: the group failed before rank " +
@@ -148,11 +171,11 @@ void ProcessGroup::join(std::int64_t setup_timeout_ms) {
     }
     data_segment_ = std::move(*data);
     if (control_.ranks[rank_].pid.load(std::memory_order_acquire) == 0) {
-      record_pid_namespace(control_.ranks[rank_]);
+      record_namespace(control_.ranks[rank_], me);
     }
     std::int32_t none = 0;
-    if (!control_.ranks[rank_].pid.compare_exchange_strong(
-            none, static_cast<std::int32_t>(::getpid()), std::memory_order_acq_rel)) {
+    if (!control_.ranks[rank_].pid.compare_exchange_strong(none, me.pid,
+                                                           std::memory_order_acq_rel)) {
       throw Error(ErrorCode::invalid_argument, "rank: rank " + std::to_string(rank_) +
                                                    " of this group joined already (pid " +
                                                    std::to_string(none) + ")");
@@ -212,7 +235,8 @@ void ProcessGroup::wait_for_every_rank(std::int64_t setup_timeout_ms) {
 }
 
 char* ProcessGroup::region(int rank) const noexcept {
-  return static_cast<char*>(data_segment_.data()) + capacity_ * static_cast<std::size_t>(rank);
+  return static_cast<char*>(data_segment_.data()) + shm::data_header_bytes(world_) +
+         capacity_ * static_cast<std::size_t>(rank);
 }
 
 void ProcessGroup::register_shard(const TensorView& a) {
@@ -254,12 +278,20 @@ void ProcessGroup::grow(std::size_t needed, std::int64_t timeout_ms) {
   const std::size_t capacity = shm::round_up(std::max(needed, 2 * capacity_), 4096);
   const std::uint32_t generation = generation_ + 1;
   const std::string name = names_.data(generation);
-  const std::size_t bytes = capacity * static_cast<std::size_t>(world_);
+  const std::size_t bytes = data_bytes(capacity);
   try {
     ShmSegment next;
     if (rank_ == 0) {
       try {
-        next = ShmSegment::create(name, bytes);
+        // Every rank joined: the new segment names them all, since no
+        // control segment name is left to say whose it is.
+        std::vector<shm::Member> members;
+        for (int r = 0; r < world_; ++r) {
+          const shm::RankArea& area = control_.ranks[r];
+          members.push_back({area.pid.load(std::memory_order_acquire), 0,
+                             area.pid_namespace_dev, area.pid_namespace_ino});
+        }
+        next = make_data_segment(generation, capacity, members);
       } catch (const Error& e) {
         barrier_->break_group(shm::Broken::failed,
                               std::string("rank 0 could not grow the workspace: ") + e.what());

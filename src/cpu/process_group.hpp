@@ -4,7 +4,8 @@
 //
 // Control segment (cpu/shm_control.hpp): the agreement records (encoded as
 // core/agreement_wire), the barrier, the pids, the receive slots' flags.
-// Data segment: per rank, one region of `capacity` bytes that holds either
+// Data segment: a record of who made and maps it (shm::DataHeader), then per
+// rank, one region of `capacity` bytes that holds either
 // the rank's registered copy of its A shard (all-gather: peers read it) or
 // its W - 1 receive slots (reduce-scatter: peers write them). A call that
 // needs more makes the workspace grow: its record says so
@@ -16,7 +17,9 @@
 // Segment names are unlinked as soon as every rank has mapped them; before
 // that, every failure path (a timeout, a rank that never came, a failed
 // growth) unlinks every name the group may have made, so /dev/shm keeps
-// nothing whichever rank survives.
+// nothing whichever rank survives. Where none survives (all killed while
+// a name exists), each name carries the record that lets rank 0 of a later
+// group remove it (cpu/shm_sweep.hpp).
 #pragma once
 
 #include <cstdint>
@@ -52,6 +55,12 @@ class ProcessGroup final : public GroupLink {
 
  private:
   void join(std::int64_t setup_timeout_ms);
+  void unlink_setup_names() const noexcept;
+  // A data segment's bytes: its record (shm::DataHeader), then the regions.
+  std::size_t data_bytes(std::size_t capacity) const noexcept;
+  // Rank 0: a data segment of generation `generation` that records `members`.
+  ShmSegment make_data_segment(std::uint32_t generation, std::size_t capacity,
+                               const std::vector<shm::Member>& members) const;
   void wait_for_every_rank(std::int64_t setup_timeout_ms);
   char* region(int rank) const noexcept;
   // Copies this rank's A shard into its region, where the peers read it.

@@ -57,6 +57,21 @@ UniqueId unique_id_from_token(const std::string& token) {
   return id;
 }
 
+std::string segment_token(const std::string& file_name) {
+  const std::string prefix = "asynctp.";
+  const auto dot = file_name.rfind('.');
+  if (file_name.compare(0, prefix.size(), prefix) != 0 || dot == std::string::npos ||
+      dot < prefix.size()) {
+    return "";
+  }
+  const std::string suffix = file_name.substr(dot + 1);
+  const bool data = suffix.size() >= 2 && suffix.size() <= 11 && suffix[0] == 'd' &&
+                    suffix.find_first_not_of("0123456789", 1) == std::string::npos;
+  if (suffix != "ctl" && !data) return "";
+  std::string token = file_name.substr(prefix.size(), dot - prefix.size());
+  return token_ok(token) ? token : "";
+}
+
 SegmentNames segment_names(const UniqueId& id) {
   if (std::memcmp(id.bytes, kPrefix, kPrefixBytes) != 0) bad_id();
   const char* text = id.bytes + kPrefixBytes;

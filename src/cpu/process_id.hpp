@@ -22,6 +22,10 @@ struct SegmentNames {
   }
 };
 
+// The token of a segment whose file name (no leading '/') is one that
+// SegmentNames makes; "" for any other name.
+std::string segment_token(const std::string& file_name);
+
 // The names `id` stands for. Throws Error(invalid_argument) naming `id` when
 // its bytes were not made by make_unique_id.
 SegmentNames segment_names(const UniqueId& id);

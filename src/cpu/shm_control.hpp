@@ -1,5 +1,6 @@
-// The layout of a process group's control segment: the part of the
-// workspace that never grows. One header, then a rank area per rank (its
+// The layout of a process group's control segment (the part of the
+// workspace that never grows), and the record at the start of each data
+// segment. One header, then a rank area per rank (its
 // pid and pid namespace, its barrier arrivals, its agreement record), then the flags of every
 // rank's receive slots (W - 1 each). Only lock-free atomics cross processes:
 // no mutex or condition variable lives here, so a process that dies holding
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 
 #include "core/agreement_wire.hpp"
 
@@ -59,6 +61,44 @@ inline std::size_t control_bytes(int world) noexcept {
                                             static_cast<std::size_t>(world) *
                                             static_cast<std::size_t>(world > 1 ? world - 1 : 0),
                   4096);
+}
+
+// A data segment's first bytes: who made it and who maps it (each member's
+// pid and pid namespace), written before its name appears and never
+// changed. Generation 0 is made before any peer joined (it names rank 0
+// only; the control segment, unlinked after it, names the rest); a grown
+// one after every rank joined (it names them all, as no control segment
+// name is left by then). What cpu/shm_sweep.hpp reads to tell a segment
+// whose every holder died.
+inline constexpr std::uint64_t kDataMagic = 0x6173796e63746431;  // "asynctd1"
+
+struct Member {
+  std::int32_t pid = 0;
+  std::uint32_t unused = 0;
+  std::uint64_t pid_namespace_dev = 0;  // 0: unknown, as in RankArea
+  std::uint64_t pid_namespace_ino = 0;
+};
+
+struct DataHeader {
+  std::uint64_t magic = 0;
+  std::uint32_t world_size = 0;
+  std::uint32_t members = 0;  // the Members that follow
+};
+
+inline std::size_t data_members_offset() noexcept { return round_up(sizeof(DataHeader), 64); }
+// The record's bytes, a whole number of pages: the ranks' regions follow.
+inline std::size_t data_header_bytes(int world) noexcept {
+  return round_up(data_members_offset() + sizeof(Member) * static_cast<std::size_t>(world), 4096);
+}
+
+// Writes the record into a fresh data segment.
+inline void write_data_header(void* base, int world, const Member* members, int count) {
+  auto* header = new (base) DataHeader();
+  header->magic = kDataMagic;
+  header->world_size = static_cast<std::uint32_t>(world);
+  header->members = static_cast<std::uint32_t>(count);
+  auto* out = reinterpret_cast<Member*>(static_cast<char*>(base) + data_members_offset());
+  for (int i = 0; i < count; ++i) new (&out[i]) Member(members[i]);
 }
 
 // Views of a mapped control segment.
