@@ -79,6 +79,18 @@ class RecordReadingBarrier final : public core::Barrier {
 
 }  // namespace
 
+std::size_t data_segment_bytes(int world, std::size_t capacity) noexcept {
+  return shm::data_header_bytes(world) + capacity * static_cast<std::size_t>(world);
+}
+
+ShmSegment make_data_segment(const SegmentNames& names, int world, std::uint32_t generation,
+                             std::size_t capacity, const std::vector<shm::Member>& members) {
+  return ShmSegment::create(
+      names.data(generation), data_segment_bytes(world, capacity), [&](void* base) {
+        shm::write_data_header(base, world, members.data(), static_cast<int>(members.size()));
+      });
+}
+
 ProcessGroup::ProcessGroup(const SegmentNames& names, int world, int rank, int workers,
                            std::int64_t setup_timeout_ms)
     : GroupLink(world, workers),
@@ -105,16 +117,7 @@ void ProcessGroup::unlink_setup_names() const noexcept {
   ShmSegment::unlink(names_.control());
 }
 
-std::size_t ProcessGroup::data_bytes(std::size_t capacity) const noexcept {
-  return shm::data_header_bytes(world_) + capacity * static_cast<std::size_t>(world_);
-}
 
-ShmSegment ProcessGroup::make_data_segment(std::uint32_t generation, std::size_t capacity,
-                                           const std::vector<shm::Member>& members) const {
-  return ShmSegment::create(names_.data(generation), data_bytes(capacity), [&](void* base) {
-    shm::write_data_header(base, world_, members.data(), static_cast<int>(members.size()));
-  });
-}
 
 void ProcessGroup::join(std::int64_t setup_timeout_ms) {
   const auto deadline = core::deadline_after(setup_timeout_ms);
@@ -125,7 +128,7 @@ void ProcessGroup::join(std::int64_t setup_timeout_ms) {
     sweep_stale_segments(rank_);
     // The data segment first: a control segment that a peer can find says
     // the whole group is ready (its name appears complete).
-    data_segment_ = make_data_segment(0, capacity_, {me});
+    data_segment_ = make_data_segment(names_, world_, 0, capacity_, {me});
     control_segment_ =
         ShmSegment::create(names_.control(), shm::control_bytes(world_), [&](void* base) {
           const shm::Control control = shm::construct_control(base, world_);
@@ -163,7 +166,7 @@ void ProcessGroup::join(std::int64_t setup_timeout_ms) {
       std::this_thread::sleep_for(kSetupPoll);
     }
     control_ = shm::Control(control_segment_.data(), world_);
-    auto data = ShmSegment::open(names_.data(0), data_bytes(capacity_));
+    auto data = ShmSegment::open(names_.data(0), data_segment_bytes(world_, capacity_));
     if (!data) {
       throw Error(ErrorCode::backend, "shared memory " + names_.data(0) +
                                           " is gone: the group failed before rank " +
@@ -278,7 +281,7 @@ void ProcessGroup::grow(std::size_t needed, std::int64_t timeout_ms) {
   const std::size_t capacity = shm::round_up(std::max(needed, 2 * capacity_), 4096);
   const std::uint32_t generation = generation_ + 1;
   const std::string name = names_.data(generation);
-  const std::size_t bytes = data_bytes(capacity);
+  const std::size_t bytes = data_segment_bytes(world_, capacity);
   try {
     ShmSegment next;
     if (rank_ == 0) {
@@ -291,7 +294,7 @@ void ProcessGroup::grow(std::size_t needed, std::int64_t timeout_ms) {
           members.push_back({area.pid.load(std::memory_order_acquire), 0,
                              area.pid_namespace_dev, area.pid_namespace_ino});
         }
-        next = make_data_segment(generation, capacity, members);
+        next = make_data_segment(names_, world_, generation, capacity, members);
       } catch (const Error& e) {
         barrier_->break_group(shm::Broken::failed,
                               std::string("rank 0 could not grow the workspace: ") + e.what());

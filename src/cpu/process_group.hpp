@@ -35,6 +35,15 @@
 
 namespace asynctp::cpu {
 
+// A data segment's bytes: its record (shm::DataHeader), then `world`
+// regions of `capacity` bytes.
+std::size_t data_segment_bytes(int world, std::size_t capacity) noexcept;
+
+// What rank 0 makes: the data segment of `generation` that records
+// `members` (published complete, ShmSegment::create).
+ShmSegment make_data_segment(const SegmentNames& names, int world, std::uint32_t generation,
+                             std::size_t capacity, const std::vector<shm::Member>& members);
+
 class ProcessGroup final : public GroupLink {
  public:
   // Collective: joins the group `names` stands for (rank 0 makes it),
@@ -56,11 +65,6 @@ class ProcessGroup final : public GroupLink {
  private:
   void join(std::int64_t setup_timeout_ms);
   void unlink_setup_names() const noexcept;
-  // A data segment's bytes: its record (shm::DataHeader), then the regions.
-  std::size_t data_bytes(std::size_t capacity) const noexcept;
-  // Rank 0: a data segment of generation `generation` that records `members`.
-  ShmSegment make_data_segment(std::uint32_t generation, std::size_t capacity,
-                               const std::vector<shm::Member>& members) const;
   void wait_for_every_rank(std::int64_t setup_timeout_ms);
   char* region(int rank) const noexcept;
   // Copies this rank's A shard into its region, where the peers read it.
