@@ -79,11 +79,6 @@ int reap(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-void kill_and_reap(const std::vector<pid_t>& pids) {
-  for (pid_t pid : pids) ::kill(pid, SIGKILL);
-  for (pid_t pid : pids) EXPECT_EQ(reap(pid), 128 + SIGKILL);
-}
-
 // Waits (bounded) until `ready` holds.
 bool wait_until(const std::function<bool()>& ready, double seconds = 10) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -120,6 +115,20 @@ void make_a_new_group() {
   (void)cpu::make_process_comm(cpu::make_unique_id(), 1, 0, {1, kSetupTimeoutMs});
 }
 
+// Group `id`'s names `left`, by ranks killed and not reaped yet (zombies),
+// stay while any of those pids exists, whatever groups are made meanwhile;
+// once the last is reaped, the next group made removes them.
+void expect_swept_once_all_reaped(const cpu::UniqueId& id, const Names& left,
+                                  const std::vector<pid_t>& killed) {
+  for (pid_t pid : killed) {
+    make_a_new_group();
+    EXPECT_EQ(sorted(leftover_segments(id)), sorted(left)) << "swept while pid " << pid << " exists";
+    EXPECT_EQ(reap(pid), 128 + SIGKILL);
+  }
+  make_a_new_group();
+  EXPECT_EQ(leftover_segments(id), Names{});
+}
+
 // A pid that no process has now (a child already reaped).
 pid_t dead_pid() {
   const pid_t pid = fork_doing([] {});
@@ -138,13 +147,7 @@ TEST(ProcessLeftovers, CreatorKilledBeforeAnyPeerJoinedIsSweptByTheNextGroup) {
   const pid_t rank0 = fork_rank(id, 2, 0);
   ASSERT_TRUE(wait_until([&] { return joined(id, 2, 0); })) << "rank 0 never made the group";
   ::kill(rank0, SIGKILL);
-  // Killed (a zombie until reaped): its names stay, and no sweep takes them
-  // while its pid exists.
-  (void)cpu::sweep_stale_segments(0);
-  EXPECT_EQ(sorted(leftover_segments(id)), sorted(setup_names(id)));
-  EXPECT_EQ(reap(rank0), 128 + SIGKILL);
-  make_a_new_group();
-  EXPECT_EQ(leftover_segments(id), Names{});
+  expect_swept_once_all_reaped(id, setup_names(id), {rank0});
 }
 
 TEST(ProcessLeftovers, EveryRankKilledDuringTheSetupIsSweptByTheNextGroup) {
@@ -155,14 +158,7 @@ TEST(ProcessLeftovers, EveryRankKilledDuringTheSetupIsSweptByTheNextGroup) {
   ASSERT_TRUE(wait_until([&] { return joined(id, 3, 1); })) << "rank 1 never joined";
   ::kill(rank0, SIGKILL);
   ::kill(rank1, SIGKILL);
-  EXPECT_EQ(sorted(leftover_segments(id)), sorted(setup_names(id)));
-  EXPECT_EQ(reap(rank0), 128 + SIGKILL);
-  // One member still exists (a zombie): the group's names stay.
-  make_a_new_group();
-  EXPECT_EQ(sorted(leftover_segments(id)), sorted(setup_names(id)));
-  EXPECT_EQ(reap(rank1), 128 + SIGKILL);
-  make_a_new_group();
-  EXPECT_EQ(leftover_segments(id), Names{});
+  expect_swept_once_all_reaped(id, setup_names(id), {rank0, rank1});
 }
 
 // A peer killed after it opened the group's segments, before it published
@@ -230,13 +226,11 @@ TEST(ProcessLeftovers, EveryRankKilledDuringAGrowthIsSweptByTheNextGroup) {
   });
   const Names grown{"asynctp." + names.token + ".d1"};
   ASSERT_TRUE(wait_until([&] { return leftover_segments(id) == grown; }));
+  make_a_new_group();
+  EXPECT_EQ(leftover_segments(id), grown) << "swept while its members run";
   ::kill(rank0, SIGKILL);
-  EXPECT_EQ(reap(rank0), 128 + SIGKILL);
-  make_a_new_group();
-  EXPECT_EQ(leftover_segments(id), grown) << "swept while rank 1 still runs";
-  kill_and_reap({rank1});
-  make_a_new_group();
-  EXPECT_EQ(leftover_segments(id), Names{});
+  ::kill(rank1, SIGKILL);
+  expect_swept_once_all_reaped(id, grown, {rank0, rank1});
 }
 
 // A group mid-setup (rank 0 waiting for rank 1) while another is made:
