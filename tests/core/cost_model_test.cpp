@@ -339,6 +339,9 @@ TEST(ConfigChoice, TheTailPicksSmallerTilesWhereTheLinkIsSlowAndTheWavesElsewher
 
   const Plan slow = plan(transfer_bound(), facts, {});
   EXPECT_EQ(native_pick(slow), "pp_128x128") << slow.reason;
+  // With its tail shortened native beats pipelined (with coop's tiles it
+  // does not: ForcedTilesWinOverThePrediction).
+  EXPECT_EQ(slow.algorithm, Algorithm::native) << slow.reason;
   const double pp = native_ms(t, transfer_bound(), kTransferGbps, facts.native_configs[1]);
   const double coop = native_ms(t, transfer_bound(), kTransferGbps, facts.native_configs[0]);
   EXPECT_LT(pp, coop * (1 - kPredictionTie));
@@ -440,6 +443,8 @@ TEST(ConfigChoice, ForcedTilesWinOverThePrediction) {
   const Plan p = plan(transfer_bound(), two_configs(&t, kTransferGbps), wide);
   EXPECT_EQ(native_pick(p), "coop_128x256") << p.reason;
   EXPECT_FALSE(contains(p.reason, "native config")) << p.reason;
+  // Native with coop's longer tail is predicted slower than pipelined.
+  EXPECT_EQ(p.algorithm, Algorithm::pipelined) << p.reason;
   ResolvedOptions narrow;
   narrow.tile_n = 128;
   EXPECT_EQ(native_pick(plan(compute_bound(), two_configs(&t, kComputeGbps), narrow)),
