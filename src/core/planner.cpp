@@ -140,7 +140,8 @@ struct ConfigChoice {
 // arrivals, so a config of smaller tiles, whose waves fill the GPU worse,
 // wins where the last chunk's tiles (each a whole K loop on one SM) are what
 // is left after the link: the tail. Within kPredictionTie of the least, the
-// rules' pick `rules_pick` stays (the model's error is larger than that).
+// rules' pick `rules_pick` stays, as between algorithms: a difference that
+// small is not one to leave the measured rule for.
 // No config: nothing can run, and the rules' pick says why.
 ConfigChoice fastest_config(const ProblemDesc& problem, const BackendCaps& caps,
                             const std::vector<NativeConfig>& configs, const Model& model,
