@@ -1,23 +1,11 @@
-// One collective call's arguments, for any op. The call flow (collective.hpp)
-// and every transport see a call through this, so that a new op adds fields
-// here and a schedule per transport, never a communicator or a call flow.
+// The call layer's name for one call's arguments (core/op_call.hpp): the
+// ops' rules in core read them; the call flow and the transports pass them on.
 #pragma once
 
-#include "asynctp/tensor.hpp"
-#include "core/problem.hpp"
+#include "core/op_call.hpp"
 
 namespace asynctp::call {
 
-struct OpCall {
-  core::OpKind op = core::OpKind::all_gather_matmul;
-  // all-gather + matmul: a = this rank's A shard (m x k), b = B (k x n),
-  //   out = C ((W*m) x n)
-  // matmul + reduce-scatter: a = this rank's A (M x k, its K-slice),
-  //   b = its B slice (k x n), out = its rows of the sum ((M/W) x n)
-  TensorView a;
-  TensorView b;
-  TensorView out;
-  const TensorView* a_gathered_out = nullptr;  // all-gather + matmul only
-};
+using core::OpCall;
 
 }  // namespace asynctp::call

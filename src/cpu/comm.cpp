@@ -7,10 +7,10 @@
 
 #include "asynctp/error.hpp"
 #include "asynctp/trace.hpp"
-#include "call/op_rules.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
 #include "core/schedule.hpp"
+#include "core/validate.hpp"
 #include "cpu/algorithms.hpp"
 #include "cpu/call_context.hpp"
 #include "cpu/producer.hpp"
@@ -47,7 +47,7 @@ CpuComm::CpuComm(std::unique_ptr<GroupLink> group, int rank) : CpuComm(*group, r
 call::CheckedCall CpuComm::check(const call::OpCall& call, const Options& options) const {
   call::CheckedCall out;
   out.resolved = core::resolve_options(options);
-  out.problem = call::validate_op(call, group_.world_size(), rank_, DeviceKind::cpu);
+  out.problem = core::validate_op(call, group_.world_size(), rank_, DeviceKind::cpu);
   out.plan = core::plan(out.problem, cpu_backend_caps(), out.resolved);
   return out;
 }

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "asynctp/error.hpp"
-#include "call/op_rules.hpp"
 #include "core/schedule.hpp"
+#include "core/validate.hpp"
 #include "gpu/check.hpp"
 #include "gpu/device_checks.hpp"
 
@@ -75,14 +75,14 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
   check(rt::set_device(device), "set device (rank device)");
   CheckedCall out;
   out.resolved = core::resolve_options(options);
-  out.problem = call::validate_op(call, site.world_size, site.rank, backend.device_kind());
+  out.problem = core::validate_op(call, site.world_size, site.rank, backend.device_kind());
   const bool reduce_scatter = call.op == core::OpKind::matmul_reduce_scatter;
   if (reduce_scatter && options.hooks.reorder) {
     fail_argument("options.hooks.reorder",
                   std::string("not supported by fused_matmul_reduce_scatter on the ") +
                       backend.name() + " backend (its send order is fixed: core::send_order)");
   }
-  for (const auto& [name, tensor] : call::named_tensors(call)) {
+  for (const auto& [name, tensor] : core::named_tensors(call)) {
     check_on_device(name, tensor, device);
   }
 
