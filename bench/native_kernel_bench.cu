@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -689,6 +690,9 @@ struct SpeedRow {
   double ms, tflops, ratio, rel_vs_cublas;
 };
 
+// "MxNxK,MxNxK,...": the shapes --shapes asks for (the cost table's grid).
+std::vector<std::array<int64_t, 3>> g_shapes;
+
 std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, int reps,
                             bool quick, const std::vector<bool>& layouts) {
   std::printf("\n== speed: every chunk ready (flags preset in device memory), W = 8, "
@@ -701,6 +705,10 @@ std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, in
                     {8192, 28672}})
       shapes.push_back({m, nk.first, nk.second});
   if (quick) shapes.resize(3);
+  if (!g_shapes.empty()) {
+    shapes.clear();
+    for (const auto& s : g_shapes) shapes.push_back({s[0], s[1], s[2]});
+  }
   int device = 0, l2 = 0;
   CK(cudaGetDevice(&device));
   CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
@@ -953,8 +961,17 @@ int main(int argc, char** argv) {
     else if (a == "--kernels") kernels_filter = next();
     else if (a == "--swizzles") swizzles = next();
     else if (a == "--layouts") layouts_arg = next();
-    else {
-      std::fprintf(stderr, "usage: %s [--tests] [--speed] [--json FILE] [--reps N] [--kernels id,..] [--swizzles 1,2,..] [--layouts row,col] [--quick]\n", argv[0]);
+    else if (a == "--shapes") {
+      for (const auto& s : split(next())) {
+        long m = 0, n = 0, k = 0;
+        if (std::sscanf(s.c_str(), "%ldx%ldx%ld", &m, &n, &k) != 3 || m <= 0 || n <= 0 || k <= 0) {
+          std::fprintf(stderr, "--shapes: '%s' is not MxNxK\n", s.c_str());
+          return 2;
+        }
+        g_shapes.push_back({m, n, k});
+      }
+    } else {
+      std::fprintf(stderr, "usage: %s [--tests] [--speed] [--json FILE] [--reps N] [--kernels id,..] [--swizzles 1,2,..] [--layouts row,col] [--shapes MxNxK,..] [--quick]\n", argv[0]);
       return 2;
     }
   }

@@ -69,6 +69,10 @@ struct RunInfo {
   std::int64_t tile_m = 0;
   std::int64_t tile_n = 0;
   std::string reason;  // why the planner chose this algorithm
+  // The planner's cost model's predicted time of this call's algorithm for
+  // this rank (ms); 0 where no model applies (no measured table for the
+  // device, or no figure for the link).
+  double predicted_ms = 0;
 };
 
 }  // namespace asynctp

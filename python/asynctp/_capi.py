@@ -135,6 +135,8 @@ def library_path():
 def lib():
     """The loaded library, its signatures declared (loaded once)."""
     global _lib
+    if _lib is not None:  # every op call asks: no lock once loaded
+        return _lib
     with _lock:
         if _lib is None:
             loaded = ctypes.CDLL(library_path(), mode=ctypes.RTLD_LOCAL)
@@ -244,40 +246,47 @@ def nccl_comm_init_rank(world_size, unique_id, rank, device):
     return Communicator(handle.value)
 
 
+_options_cache = {}
+
+
 def options(algorithm="", wait_timeout_ms=0, stream=None):
-    if algorithm not in ALGORITHM_CODES:
-        raise ValueError(
-            f"algorithm: must be one of 'auto', 'native', 'pipelined', 'decomposed' (or '' for "
-            f"ASYNCTP_ALGO), got {algorithm!r}"
-        )
-    return Options(ALGORITHM_CODES[algorithm], 0, int(wait_timeout_ms), 0, 0, stream)
+    """The Options of a call, shared between the calls that ask for the same
+    ones (the library only reads them): the op's hot path builds none."""
+    key = (algorithm, wait_timeout_ms, stream)
+    opts = _options_cache.get(key)
+    if opts is None:
+        if algorithm not in ALGORITHM_CODES:
+            raise ValueError(
+                f"algorithm: must be one of 'auto', 'native', 'pipelined', 'decomposed' (or '' "
+                f"for ASYNCTP_ALGO), got {algorithm!r}"
+            )
+        opts = Options(ALGORITHM_CODES[algorithm], 0, int(wait_timeout_ms), 0, 0, stream)
+        if len(_options_cache) >= 256:  # streams come and go: keep it small
+            _options_cache.clear()
+        _options_cache[key] = opts
+    return opts
 
 
 def run_info(info):
+    """(algorithm, reason) of a RunInfo the library filled."""
     return ALGORITHM_NAMES.get(info.algorithm, "?"), info.reason.decode("utf-8", "replace")
 
 
-def _call(fn, comm, *args):
-    """An op or plan entry point: (algorithm, reason) of what it chose.
-    `args` are Matrix structs (None for an absent one) then the Options."""
+def call(fn, comm, *args):
+    """An op or plan entry point on `args` (Matrix structs, None for an
+    absent one, then the Options; ctypes passes them by reference): the
+    RunInfo of what it chose, decoded by run_info() when someone asks."""
     info = RunInfo()
-    refs = [ctypes.byref(a) if a is not None else None for a in args]
-    check(fn(comm.handle, *refs, ctypes.byref(info)))
-    return run_info(info)
-
-
-def all_gather_matmul(comm, a_shard, b, c_out, a_gathered_out, opts):
-    return _call(lib().asynctpFusedAllGatherMatmul, comm, a_shard, b, c_out, a_gathered_out, opts)
-
-
-def matmul_reduce_scatter(comm, a, b, out, opts):
-    return _call(lib().asynctpFusedMatmulReduceScatter, comm, a, b, out, opts)
+    result = fn(comm.handle, *args, info)
+    if result != 0:
+        check(result)
+    return info
 
 
 def plan_all_gather_matmul(comm, a_shard, b, c_out, a_gathered_out, opts):
-    return _call(lib().asynctpPlanFusedAllGatherMatmul, comm, a_shard, b, c_out, a_gathered_out,
-                 opts)
+    return run_info(call(lib().asynctpPlanFusedAllGatherMatmul, comm, a_shard, b, c_out,
+                         a_gathered_out, opts))
 
 
 def plan_matmul_reduce_scatter(comm, a, b, out, opts):
-    return _call(lib().asynctpPlanFusedMatmulReduceScatter, comm, a, b, out, opts)
+    return run_info(call(lib().asynctpPlanFusedMatmulReduceScatter, comm, a, b, out, opts))

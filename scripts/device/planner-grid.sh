@@ -4,22 +4,30 @@
 # K = 8192, and 8192^3) on W virtual ranks of one GPU (the loopback group),
 # to check the planner where no multi-GPU machine is lent: per shape and
 # link, native, pipelined and decomposed, the planner's pick, and whether the
-# pick is the fastest and not slower than decomposed. The links are models
-# (pcie: the copy engines over the host link; arrival: timed releases at
+# pick is the fastest and not slower than decomposed, and the cost model's
+# predicted / measured ratio of each algorithm. The links are models (pcie:
+# the copy engines over the host link; arrival: timed releases at
 # --link-gbps), not NVLink between GPUs.
+# Verdict per point: ok when auto's pick is within 3 % of the fastest and at
+# most 2 % slower than decomposed; the last lines count the points that pass
+# and give the distribution of predicted / measured.
 #
-#   scripts/device/planner-grid.sh [-w "W..."] [-l "LINK..."] [iters]
-#   defaults: -w "8 4", -l "pcie arrival", 10 iterations; SHAPES="MxNxK ..."
-#   replaces the shapes
+#   scripts/device/planner-grid.sh [-w "W..."] [-l "LINK..."] [-g "GB/s..."] [-p "OP..."] [iters]
+#   defaults: -w "8 4", -l "pcie arrival", -g 400, -p all-gather-matmul, 10
+#   iterations; SHAPES="MxNxK ..." replaces the shapes
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh >/dev/null
 worlds="8 4"
 links="pcie arrival"
-while getopts "w:l:" opt; do
+speeds="400"
+ops="all-gather-matmul"
+while getopts "w:l:g:p:" opt; do
   case $opt in
     w) worlds=$OPTARG ;;
     l) links=$OPTARG ;;
+    g) speeds=$OPTARG ;;
+    p) ops=$OPTARG ;;
     *) exit 2 ;;
   esac
 done
@@ -31,33 +39,69 @@ for m in 2048 4096 8192 16384 32768; do
 done
 shapes=${SHAPES:-$shapes}
 
-echo "# planner-grid: W in {$worlds}, links {$links}, $iters iterations, $(date -u +%FT%TZ)"
-echo "# ms per rank (median); pick = the planner's algorithm; ok: pick within 3% of the fastest and not slower than decomposed"
-printf '%-2s %-7s %-16s %9s %9s %9s %-10s %7s %s\n' W link shape native pipelined decomposed \
-  pick speedup verdict
+points="$OUT/grid-points.txt"
+: >"$points"
+echo "# planner-grid: ops {$ops}, W in {$worlds}, links {$links} (arrival at {$speeds} GB/s), $iters iterations, $(date -u +%FT%TZ)"
+echo "# ms per rank (median); pred/meas = the cost model's predicted / measured time (n: native, p: pipelined, d: decomposed)"
+printf '%-4s %-2s %-12s %-16s %9s %9s %9s %-10s %7s %-17s %s\n' op W link shape native pipelined \
+  decomposed pick speedup "pred/meas n/p/d" verdict
+for op in $ops; do
 for world in $worlds; do
   for link in $links; do
+    link_speeds="-"
+    [ "$link" = arrival ] && link_speeds=$speeds
+    for gbps in $link_speeds; do
     for shape in $shapes; do
       IFS=x read -r m n k <<<"$shape"
-      json="$OUT/grid-w$world-$link-$shape.json"
-      if ! timeout 120 .devbin/gpu/asynctp run --backend cuda --world-size "$world" --link "$link" \
-        -m "$m" -n "$n" -k "$k" --iters "$iters" --warmup 2 --json >"$json" 2>"$json.err"; then
-        echo "$world $link $shape failed: $(tail -n 1 "$json.err")"
+      tag="$link"
+      extra=()
+      if [ "$gbps" != "-" ]; then tag="$link-$gbps"; extra=(--link-gbps "$gbps"); fi
+      json="$OUT/grid-$op-w$world-$tag-$shape.json"
+      if ! timeout 120 .devbin/gpu/asynctp run --backend cuda --op "$op" --world-size "$world" \
+        --link "$link" "${extra[@]}" -m "$m" -n "$n" -k "$k" --iters "$iters" --warmup 2 --json \
+        >"$json" 2>"$json.err"; then
+        echo "$op $world $tag $shape failed: $(tail -n 1 "$json.err")"
         continue
       fi
-      python3 - "$json" "$world" "$link" "$shape" <<'PY'
+      python3 - "$json" "$op" "$world" "$tag" "$shape" "$points" <<'PY'
 import json, sys
-path, world, link, shape = sys.argv[1:]
+path, op, world, link, shape, points = sys.argv[1:]
 r = json.load(open(path))
-t = {a["algorithm"]: a["median_ms"] for a in r["algorithms"] if a["available"]}
+rows = [a for a in r["algorithms"] if a["available"]]
+t = {a["algorithm"]: a["median_ms"] for a in rows}
+ratio = {a["algorithm"]: a["predicted_ms"] / a["median_ms"] for a in rows
+         if a.get("predicted_ms") and a["median_ms"]}
 pick = r["planner"]["algorithm"]
 best = min(t.values())
 speedup = t["decomposed"] / t[pick] if pick in t else float("nan")
-ok = pick in t and t[pick] <= 1.03 * best and t[pick] <= 1.03 * t["decomposed"]
+ok = pick in t and t[pick] <= 1.03 * best and t[pick] <= 1.02 * t["decomposed"]
 fmt = lambda a: "%9.3f" % t[a] if a in t else "%9s" % "-"
-print("%-2s %-7s %-16s %s %s %s %-10s %6.2fx %s" % (world, link, shape, fmt("native"),
-      fmt("pipelined"), fmt("decomposed"), pick, speedup, "ok" if ok else "CHECK"))
+rat = "/".join("%.2f" % ratio[a] if a in ratio else "-" for a in ("native", "pipelined", "decomposed"))
+short = "ag" if op.startswith("all") else "rs"
+print("%-4s %-2s %-12s %-16s %s %s %s %-10s %6.2fx %-17s %s" % (short, world, link, shape,
+      fmt("native"), fmt("pipelined"), fmt("decomposed"), pick, speedup, rat, "ok" if ok else "MISS"))
+with open(points, "a") as f:
+    f.write("%d %s\n" % (ok, " ".join("%.4f" % v for v in ratio.values())))
 PY
+    done
     done
   done
 done
+done
+python3 - "$points" <<'PY'
+import statistics, sys
+ok, ratios = [], []
+for line in open(sys.argv[1]):
+    w = line.split()
+    ok.append(int(w[0]))
+    ratios += [float(v) for v in w[1:]]
+if not ok:
+    sys.exit("# no point ran")
+print("# verdict: %d of %d points ok (%.0f %%; target >= 95 %%)" % (sum(ok), len(ok), 100.0 * sum(ok) / len(ok)))
+if ratios:
+    q = statistics.quantiles(ratios, n=10) if len(ratios) >= 2 else ratios * 9
+    print("# predicted / measured over %d timings: median %.2f, p10 %.2f, p90 %.2f, min %.2f, max %.2f" % (
+        len(ratios), statistics.median(ratios), q[0], q[-1], min(ratios), max(ratios)))
+else:
+    print("# predicted / measured: no predictions (no cost table for this device?)")
+PY

@@ -5,9 +5,10 @@
 # ASYNCTP_LIBRARY), one process with the NCCL transport:
 #   python-cuda     tests/python/test_cuda.py: every algorithm forced against
 #                   float64 beside torch.mm, a CUDA graph replayed 100 times,
-#                   torch.compile(fullgraph=True), the host time per call of
-#                   the Python op against the bare C ABI call
-#                   ($OUT/python-report.json)
+#                   torch.compile(fullgraph=True), and bench/python_overhead.py's
+#                   host time per call: the public op, torch.ops.asynctp.*, the
+#                   C ABI call with and without building its descriptors
+#                   (table in the log, figures in $OUT/python-report.json)
 #   python-cpu      the CPU multi-process tests (W = 1..4) under this PyTorch
 # Build here first (scripts/build-device-bundle: libasynctp_c.so into
 # .devbin/gpu), then carry .devbin.

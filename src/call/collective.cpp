@@ -6,12 +6,15 @@
 #include "asynctp/error.hpp"
 #include "asynctp/trace.hpp"
 #include "core/config.hpp"
+#include "core/planner.hpp"
 
 namespace asynctp::call {
 namespace {
 
 RunInfo to_run_info(const core::Plan& plan) {
-  return {plan.algorithm, plan.tile_m, plan.tile_n, plan.reason};
+  const core::Prediction* predicted = core::prediction_of(plan, plan.algorithm);
+  return {plan.algorithm, plan.tile_m, plan.tile_n, plan.reason,
+          predicted ? predicted->ms : 0.0};
 }
 
 void trace_call(const Transport& transport, const OpCall& call, const CheckedCall& checked,

@@ -1,6 +1,7 @@
 #include "core/planner.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -51,8 +52,6 @@ std::string underfilled_reason(const NativeConfig& c, const ProblemDesc& p, int 
          " %, and per-chunk GEMMs fewer still";
 }
 
-Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOptions& options);
-
 Plan made(Algorithm algorithm, std::int64_t tile_m, std::int64_t tile_n, std::string reason) {
   Plan plan;
   plan.algorithm = algorithm;
@@ -66,6 +65,52 @@ struct Derived {
   BackendCaps caps;
   const NativeConfig* config = nullptr;  // the native config planned with
 };
+
+Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOptions& options);
+
+// The cost model as the facts allow it: the table and the link's figures,
+// or why there is none.
+struct Model {
+  const CostTable* table = nullptr;
+  LinkCost link;
+  std::string unusable;  // set when the model cannot predict here
+};
+
+Model model_of(const BackendCaps& caps) {
+  Model model;
+  if (!caps.cost_table) {
+    model.unusable =
+        caps.no_cost_table.empty() ? "the backend reports no cost table" : caps.no_cost_table;
+    return model;
+  }
+  std::string why;
+  const std::optional<LinkCost> link = resolve_link(*caps.cost_table, caps.link, &why);
+  if (!link) {
+    model.unusable = why;
+    return model;
+  }
+  model.table = caps.cost_table;
+  model.link = *link;
+  return model;
+}
+
+// The native kernel the model predicts with: the planned config, or where
+// the backend lists none (any tile runs, as on the CPU) the default tile.
+NativeConfig model_config(const Derived& d, std::int64_t tile_m, std::int64_t tile_n) {
+  if (d.config) return *d.config;
+  NativeConfig c;
+  c.name = "native";
+  c.m_granularity = tile_m;
+  c.tile_m = tile_m;
+  c.tile_n = tile_n;
+  return c;
+}
+
+std::string fmt_ms(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
 
 // Turns the reported facts into the capabilities plan() decides from: the
 // transport's peer access, the hardware queues, the native config (chosen
@@ -194,9 +239,26 @@ std::optional<std::string> native_blocker(const ProblemDesc& problem, const Back
   return std::nullopt;
 }
 
+const Prediction* prediction_of(const Plan& plan, Algorithm algorithm) {
+  for (const Prediction& p : plan.predictions) {
+    if (p.algorithm == algorithm) return &p;
+  }
+  return nullptr;
+}
+
 Plan plan(const ProblemDesc& problem, const BackendCaps& facts, const ResolvedOptions& options) {
   const Derived derived = derive(problem, facts, options);
-  Plan result = decide(problem, derived.caps, options);
+  Plan result = decide(problem, derived, options);
+  if (options.algorithm != Algorithm::automatic && result.predictions.empty()) {
+    // A forced algorithm's prediction, for whoever compares it with a run.
+    const Model model = model_of(derived.caps);
+    if (model.table) {
+      const NativeConfig config = model_config(derived, result.tile_m ? result.tile_m : 1,
+                                               result.tile_n ? result.tile_n : 1);
+      result.predictions.push_back(
+          predict(problem, result.algorithm, *model.table, model.link, &config));
+    }
+  }
   if (result.algorithm == Algorithm::native && derived.config) {
     result.native_config = derived.config->name;
   }
@@ -220,10 +282,25 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& facts, const ResolvedOp
 
 namespace {
 
+template <typename NativePlan>
+Plan least_predicted(const ProblemDesc& problem, const Derived& derived, const Model& model,
+                     const std::optional<std::string>& blocker, std::int64_t tile_m,
+                     std::int64_t tile_n, const NativePlan& native_plan);
+template <typename NativePlan>
+Plan by_rules(const ProblemDesc& problem, const BackendCaps& caps,
+              const std::optional<std::string>& blocker, const std::string& native_fits,
+              const NativePlan& native_plan);
+std::vector<Prediction> predict_candidates(const ProblemDesc& problem, const Derived& derived,
+                                           const Model& model,
+                                           const std::optional<std::string>& blocker,
+                                           std::int64_t tile_m, std::int64_t tile_n);
+std::string list_predictions(const std::vector<Prediction>& predictions, const Prediction* skip);
+
 // The algorithm from the derived capabilities: forced, or the first that
-// holds of no library GEMM, nothing can overlap, one rank, overlap does not
-// pay, native fits, pipelined's chunk size, else pipelined.
-Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedOptions& options) {
+// holds of no library GEMM, nothing can overlap, one rank; then the least
+// predicted time where the cost model applies, else the rules (by_rules).
+Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOptions& options) {
+  const BackendCaps& caps = derived.caps;
   const std::int64_t tile_m = options.tile_m.value_or(caps.default_tile_m);
   const std::int64_t tile_n = options.tile_n.value_or(caps.default_tile_n);
   const auto blocker = native_blocker(problem, caps, tile_m, tile_n);
@@ -286,33 +363,103 @@ Plan decide(const ProblemDesc& problem, const BackendCaps& caps, const ResolvedO
                       w.native_extra + " to the same GEMM)");
     return result;
   }
-  if (!caps.overlap_unprofitable_reason.empty()) {
-    result =
-        made(Algorithm::decomposed, 0, 0,
-             "overlap does not pay here (" + caps.overlap_unprofitable_reason + "); one GEMM " +
-                 (problem.op == OpKind::matmul_reduce_scatter ? "before the reduce-scatter"
-                                                              : "after the gather") +
-                 " is faster");
-    return result;
+  const Model model = model_of(caps);
+  if (model.table && model.table->calibrated && problem.world_size > 1) {
+    return least_predicted(problem, derived, model, blocker, tile_m, tile_n, native_plan);
   }
+  // No calibrated cost model here: the rules decide, and the reason says so.
+  result = by_rules(problem, caps, blocker, native_fits, native_plan);
+  if (!model.table) {
+    result.reason += " [rules, no cost model: " + model.unusable + "]";
+  } else {
+    // A seeded table's predictions are shown, not followed: the rules were
+    // measured on the device, its figures not in one run (cost_table.hpp).
+    result.predictions = predict_candidates(problem, derived, model, blocker, tile_m, tile_n);
+    result.reason += " [rules: the cost table " + model.table->origin +
+                     " is seeded, not calibrated; it predicts " +
+                     list_predictions(result.predictions, nullptr) + "]";
+  }
+  return result;
+}
+
+// Auto where the cost model applies: of the algorithms that can run here
+// (decomposed; pipelined; native where nothing blocks it), the least
+// predicted time, ties (kPredictionTie) going to the less ambitious one.
+// Every algorithm that can run here (decomposed; pipelined; native where
+// nothing blocks it), predicted.
+std::vector<Prediction> predict_candidates(const ProblemDesc& problem, const Derived& derived,
+                                           const Model& model,
+                                           const std::optional<std::string>& blocker,
+                                           std::int64_t tile_m, std::int64_t tile_n) {
+  std::vector<Prediction> candidates;
+  candidates.push_back(predict(problem, Algorithm::decomposed, *model.table, model.link, nullptr));
+  candidates.push_back(predict(problem, Algorithm::pipelined, *model.table, model.link, nullptr));
   if (!blocker) {
-    return native_plan(native_fits);
+    const NativeConfig config = model_config(derived, tile_m, tile_n);
+    candidates.push_back(predict(problem, Algorithm::native, *model.table, model.link, &config));
   }
+  return candidates;
+}
+
+// "algorithm ms, ..." for every prediction but `skip`.
+std::string list_predictions(const std::vector<Prediction>& predictions, const Prediction* skip) {
+  std::string out;
+  for (const Prediction& c : predictions) {
+    if (&c == skip) continue;
+    out += std::string(out.empty() ? "" : ", ") + to_string(c.algorithm) + " " + fmt_ms(c.ms);
+  }
+  return out;
+}
+
+template <typename NativePlan>
+Plan least_predicted(const ProblemDesc& problem, const Derived& derived, const Model& model,
+                     const std::optional<std::string>& blocker, std::int64_t tile_m,
+                     std::int64_t tile_n, const NativePlan& native_plan) {
+  std::vector<Prediction> candidates =
+      predict_candidates(problem, derived, model, blocker, tile_m, tile_n);
+  const Prediction* best = &candidates.front();
+  for (const Prediction& c : candidates) {
+    if (c.ms < best->ms * (1.0 - kPredictionTie)) best = &c;
+  }
+  const std::string others = list_predictions(candidates, best);
+  std::string reason = "least predicted time: " + describe(*best) + " against " + others +
+                       " (cost table " + model.table->origin + ", link " +
+                       to_string(derived.caps.link.kind) + " " + fmt_ms(model.link.gbps) + " GB/s)";
+  if (blocker) reason += "; native unavailable (" + *blocker + ")";
+  Plan result = best->algorithm == Algorithm::native
+                    ? native_plan(std::move(reason))
+                    : made(best->algorithm, 0, 0, std::move(reason));
+  result.predictions = std::move(candidates);
+  return result;
+}
+
+// Auto without a cost model: the first rule that holds of overlap does not
+// pay, native fits, one rank, pipelined's chunk size, else pipelined.
+template <typename NativePlan>
+Plan by_rules(const ProblemDesc& problem, const BackendCaps& caps,
+              const std::optional<std::string>& blocker, const std::string& native_fits,
+              const NativePlan& native_plan) {
+  const OpWords w = words(problem);
+  if (!caps.overlap_unprofitable_reason.empty()) {
+    return made(Algorithm::decomposed, 0, 0,
+                "overlap does not pay here (" + caps.overlap_unprofitable_reason + "); one GEMM " +
+                    (problem.op == OpKind::matmul_reduce_scatter ? "before the reduce-scatter"
+                                                                 : "after the gather") +
+                    " is faster");
+  }
+  if (!blocker) return native_plan(native_fits);
   if (problem.world_size == 1) {
-    result = made(Algorithm::decomposed, 0, 0,
-                  "native unavailable (" + *blocker + "); one rank has nothing to overlap");
-    return result;
+    return made(Algorithm::decomposed, 0, 0,
+                "native unavailable (" + *blocker + "); one rank has nothing to overlap");
   }
   if (problem.m < caps.min_pipelined_chunk_rows) {
-    result = made(Algorithm::decomposed, 0, 0,
-                  "native unavailable (" + *blocker + "); chunks of " + num(problem.m) +
-                      " rows are below " + num(caps.min_pipelined_chunk_rows) +
-                      ", too small for per-chunk GEMMs");
-    return result;
+    return made(Algorithm::decomposed, 0, 0,
+                "native unavailable (" + *blocker + "); chunks of " + num(problem.m) +
+                    " rows are below " + num(caps.min_pipelined_chunk_rows) +
+                    ", too small for per-chunk GEMMs");
   }
-  result = made(Algorithm::pipelined, 0, 0,
-                "native unavailable (" + *blocker + "); per-chunk GEMMs overlap " + w.overlapped);
-  return result;
+  return made(Algorithm::pipelined, 0, 0,
+              "native unavailable (" + *blocker + "); per-chunk GEMMs overlap " + w.overlapped);
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 
 #include "asynctp/options.hpp"
 #include "core/config.hpp"
+#include "core/cost_model.hpp"
+#include "core/cost_table.hpp"
 #include "core/problem.hpp"
 
 namespace asynctp::core {
@@ -73,6 +75,16 @@ struct BackendCaps {
   // whenever native is planned (e.g. HIP's persistent grid leaving a CU per
   // shader engine out); empty when there is none.
   std::string native_note;
+
+  // The cost model's facts (core/cost_model.hpp): the device's measured
+  // table (nullptr: none; no_cost_table then says why) and the transport's
+  // link. With both, auto picks the algorithm of least predicted time among
+  // those that can run; without, the rules below decide and the reason says
+  // so. The thresholds above (min_pipelined_chunk_rows,
+  // overlap_unprofitable_reason, kMinNativeSmFill) are those rules.
+  const CostTable* cost_table = nullptr;
+  std::string no_cost_table;
+  LinkFacts link;
 };
 
 // Below this share of the SMs busy with output tiles, auto does not overlap.
@@ -111,7 +123,18 @@ struct Plan {
   // their planners may choose differently; the group then runs one algorithm
   // that every rank can run (core/agreement.hpp, agreed_plan).
   unsigned runnable = 0;
+  // The cost model's prediction of every algorithm it ranked (auto), or of
+  // the forced one; empty when no model applies (no table, no link figure).
+  std::vector<Prediction> predictions = {};
 };
+
+// An overlapping algorithm is chosen over a less ambitious one only when it
+// is predicted faster by more than this share: within it the two are a tie,
+// and the tie goes to the one with fewer moving parts.
+inline constexpr double kPredictionTie = 0.01;
+
+// The prediction of `algorithm` in `plan`, or nullptr.
+const Prediction* prediction_of(const Plan& plan, Algorithm algorithm);
 
 // The config auto runs `problem` with: of those that accept it, the one of
 // least predicted time (wave efficiency over `processors` x measured per-tile

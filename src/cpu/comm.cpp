@@ -29,6 +29,7 @@ core::BackendCaps cpu_backend_caps() {
   // and gives OpenBLAS one large call instead of n/256 narrow ones.
   caps.default_tile_n = 4096;
   caps.min_pipelined_chunk_rows = 128;
+  caps.no_cost_table = "the cpu backend has no cost table";
   return caps;
 }
 

@@ -17,8 +17,7 @@ CublasGemm::~CublasGemm() {
   if (handle_) (void)cublasDestroy(handle_);
 }
 
-void CublasGemm::run(cudaStream_t stream, const void* a, std::int64_t rows, const TensorView& b,
-                     void* c) {
+void CublasGemm::prepare() {
   if (!handle_) {
     check_cublas(cublasCreate(&handle_), "cublasCreate");
     void* ws = workspace_.ensure(kWorkspaceBytes, "cuBLAS workspace allocation");
@@ -32,6 +31,11 @@ void CublasGemm::run(cudaStream_t stream, const void* a, std::int64_t rows, cons
                                                 CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
                  "cublasSetMathMode");
   }
+}
+
+void CublasGemm::run(cudaStream_t stream, const void* a, std::int64_t rows, const TensorView& b,
+                     void* c) {
+  prepare();
   check_cublas(cublasSetStream(handle_, stream), "cublasSetStream");
   const gpu::ColumnMajorGemm g = gpu::column_major_gemm(rows, b);
   constexpr core::Entry<DType, cudaDataType_t> kDataTypes[] = {

@@ -19,6 +19,7 @@ class CublasGemm final : public gpu::HandleGemm<cublasHandle_t> {
 
   // The handle gets its own workspace, so that the call can be captured in
   // a CUDA graph.
+  void prepare() override;
   void run(cudaStream_t stream, const void* a, std::int64_t rows, const TensorView& b,
            void* c) override;
 

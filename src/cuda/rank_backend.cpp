@@ -82,6 +82,9 @@ DeviceInfo query_device(int ordinal) {
              "cudaDeviceGetAttribute(compute capability)");
   check_cuda(cudaDeviceGetAttribute(&info.sm_count, cudaDevAttrMultiProcessorCount, ordinal),
              "cudaDeviceGetAttribute(SM count)");
+  cudaDeviceProp props{};
+  check_cuda(cudaGetDeviceProperties(&props, ordinal), "cudaGetDeviceProperties");
+  info.name = props.name;
   const char* connections = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   info.single_hardware_queue = connections != nullptr && std::strcmp(connections, "1") == 0;
   return info;
@@ -93,6 +96,11 @@ core::BackendCaps cuda_caps(const DeviceInfo& device, const core::ProblemDesc& p
   caps.min_pipelined_chunk_rows = 128;
   caps.sm_count = device.sm_count;
   caps.single_hardware_queue = device.single_hardware_queue;
+  caps.cost_table = core::cost_table_for(device.name);
+  if (!caps.cost_table) {
+    caps.no_cost_table = "no cost table for " + device.name +
+                         " (measure one: scripts/device/calibrate.sh, then ASYNCTP_COST_TABLE)";
+  }
   if (device.major != 9 || device.minor != 0) {
     caps.native_unsupported_reason = "the native kernel is built for sm_90a (Hopper)";
     return caps;

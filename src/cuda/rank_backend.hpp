@@ -22,6 +22,7 @@ struct DeviceInfo {
   int ordinal = 0;
   int major = 0, minor = 0;
   int sm_count = 0;
+  std::string name;  // "NVIDIA H200": picks the planner's cost table
   // CUDA_DEVICE_MAX_CONNECTIONS=1: every stream of the process shares one
   // hardware queue, so the producer's copies cannot run beside the GEMM.
   bool single_hardware_queue = false;

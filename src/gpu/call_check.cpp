@@ -68,6 +68,12 @@ bool gemm_ready(RankBackend& backend, Algorithm algorithm) {
   return algorithm != Algorithm::pipelined || (lane1 && lane1->ready());
 }
 
+void prepare_gemm(RankBackend& backend, Algorithm algorithm) {
+  if (algorithm == Algorithm::native) return;
+  library_lane(backend, 0, to_string(algorithm)).prepare();
+  if (algorithm == Algorithm::pipelined) library_lane(backend, 1, "pipelined").prepare();
+}
+
 int signal_pieces(std::int64_t rows, std::size_t chunk_bytes, std::int64_t row_granularity) {
   for (int p = kMaxSignalPieces; p > 1; p /= 2) {
     if (rows % (row_granularity * p) == 0 &&
@@ -129,6 +135,7 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
 
   BackendChoice choice = backend.choose(out.problem, out.resolved);
   choice.caps.no_peer_access = site.no_peer_access;
+  choice.caps.link = site.link;
   if (!site.native_blocked.empty()) {
     choice.caps.native_supported = false;
     choice.caps.native_unsupported_reason = site.native_blocked;

@@ -39,6 +39,8 @@ struct CallSite {
   // pulled ("" when it may), e.g. the pulls' copies were measured to need
   // SMs, which the persistent grid holds: pipelined then runs instead.
   std::string native_blocked;
+  // How peers' bytes reach this rank, for the planner's cost model.
+  core::LinkFacts link;
 };
 
 // Makes the backend's device current. Throws Error(invalid_argument) naming
@@ -98,6 +100,8 @@ bool stream_is_capturing(rt::StreamHandle stream);
 // Whether the GEMM of `algorithm` has every handle it needs: a graph capture
 // cannot make one.
 bool gemm_ready(RankBackend& backend, Algorithm algorithm);
+// Makes the library GEMM handles gemm_ready checks for (LibraryGemm::prepare).
+void prepare_gemm(RankBackend& backend, Algorithm algorithm);
 
 RunInfo to_run_info(const core::Plan& plan);
 

@@ -24,6 +24,10 @@ class LibraryGemm {
   // Whether the handle exists: making one is not allowed inside a graph
   // capture.
   virtual bool ready() const noexcept = 0;
+  // Makes the handle (and its workspace) now, if it does not exist yet:
+  // allocation can wait for the whole device, so a transport whose ranks
+  // share a device prepares before any rank enqueues work a peer may wait on.
+  virtual void prepare() = 0;
 };
 
 // A library GEMM over one handle of the library (cublasHandle_t,

@@ -9,11 +9,24 @@
 
 namespace asynctp::gpu {
 
+void prepare_link(Link link, int world_size, std::size_t bytes, RankResources& res) {
+  if (link == Link::pcie) {
+    res.bounce.ensure(bytes, "pinned host allocation (PCIe link bounce buffer)");
+  } else if (!res.clock) {
+    res.clock = std::make_unique<ArrivalClock>(world_size * kMaxSignalPieces);
+  }
+}
+
+bool link_ready(Link link, std::size_t bytes, const RankResources& res) {
+  return link == Link::pcie ? res.bounce.size() >= bytes : res.clock != nullptr;
+}
+
 void enqueue_pcie_link(const CallSpec& call, RankResources& res) {
   const std::size_t bytes = call.piece_bytes();
-  char* bounce = static_cast<char*>(
-      res.bounce.ensure(call.chunk_bytes() * static_cast<std::size_t>(call.problem.world_size),
-                        "pinned host allocation (PCIe link bounce buffer)"));
+  const std::size_t shipped =
+      call.chunk_bytes() * static_cast<std::size_t>(call.problem.world_size);
+  prepare_link(Link::pcie, call.problem.world_size, shipped, res);
+  char* bounce = static_cast<char*>(res.bounce.get());
   for (int c : call.arrival_order) {
     if (call.dropped[static_cast<std::size_t>(c)]) continue;
     for (int j = 0; j < call.pieces; ++j) {
@@ -44,8 +57,7 @@ void prepare_arrival_link(const CallSpec& call, RankResources& res, rt::StreamHa
               call.row_bytes(), rt::Copy::device_to_device, stream,
               "copy (arrival model: place peer chunk)");
   }
-  if (!res.clock)
-    res.clock = std::make_unique<ArrivalClock>(call.problem.world_size * kMaxSignalPieces);
+  prepare_link(Link::arrival, call.problem.world_size, 0, res);
   // Dropped chunks are never released (nothing waits for them).
   std::vector<int> pieces;
   for (int c : call.arrival_order) {

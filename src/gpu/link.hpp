@@ -7,10 +7,20 @@
 // flag set to the call's epoch, and each chunk with res.arrived[c] recorded.
 #pragma once
 
+#include <cstddef>
+
 #include "gpu/call_spec.hpp"
 #include "gpu/rank_resources.hpp"
 
 namespace asynctp::gpu {
+
+// What `link` allocates for a call that ships `bytes` in all: the pinned
+// bounce (pcie) or the release clock (arrival). Allocation can wait for the
+// whole device, so transports whose ranks share one prepare every rank's
+// before any rank enqueues (a peer's kernel may already wait on a chunk).
+// link_ready says whether a call could run without allocating (a capture).
+void prepare_link(Link link, int world_size, std::size_t bytes, RankResources& res);
+bool link_ready(Link link, std::size_t bytes, const RankResources& res);
 
 // Link::pcie: per chunk, device -> pinned bounce on copy_out, then bounce ->
 // gathered on copy_in once staged; the two hops of successive chunks overlap.

@@ -17,6 +17,7 @@
 #include "gpu/call_check.hpp"
 #include "gpu/check.hpp"
 #include "gpu/enqueue_call.hpp"
+#include "gpu/link.hpp"
 #include "gpu/reduce_scatter_enqueue.hpp"
 
 namespace asynctp::gpu {
@@ -30,19 +31,14 @@ CallSite LoopbackComm::site() const {
   CallSite site;
   site.world_size = group_.config.world_size;
   site.rank = rank_;
+  const bool arrival = group_.config.link == loopback::Link::arrival;
+  site.link.kind = arrival ? core::LinkFacts::Kind::arrival : core::LinkFacts::Kind::pcie;
+  site.link.gbps = arrival ? group_.config.link_gbps : 0;  // pcie: the device's measured figure
   return site;
 }
 
 void LoopbackComm::check_own_rules(const call::OpCall& call, const CheckedCall& checked) const {
   const bool pcie_peers = group_.config.link == loopback::Link::pcie && world_size() > 1;
-  if (call.op == core::OpKind::matmul_reduce_scatter && group_.config.serialize_ranks &&
-      pcie_peers) {
-    throw Error(ErrorCode::unsupported,
-                "fused_matmul_reduce_scatter: LoopbackConfig::serialize_ranks with the pcie link "
-                "cannot run it: a rank's output needs its peers' partials from the same call, "
-                "and serialized ranks run after it; use Link::arrival, whose model places the "
-                "peers' partials before the timed span (bench/NOTES.md)");
-  }
   if (call.op == core::OpKind::matmul_reduce_scatter && checked.capturing && pcie_peers) {
     throw Error(ErrorCode::unsupported,
                 "options.stream: is capturing a graph, but fused_matmul_reduce_scatter over the "
@@ -65,26 +61,64 @@ CallSpec LoopbackComm::make_spec(const CheckedCall& checked, const call::OpCall&
   spec.link = group_.config.link == loopback::Link::arrival ? Link::arrival : Link::pcie;
   spec.link_gbps = group_.config.link_gbps;
   for (const core::CallRecord& record : group_.records) spec.shards.push_back(record.shard.data);
-  const std::size_t gathered_bytes =
-      spec.chunk_bytes() * static_cast<std::size_t>(spec.problem.world_size);
-  if (checked.capturing) {
-    // Allocation and thread creation cannot happen inside a capture.
-    const bool gathered_ready = a_gathered_out || res_.gathered.size() >= gathered_bytes;
-    const bool link_ready = spec.link == Link::pcie ? true : res_.clock != nullptr;
-    if (!gathered_ready || !link_ready || !gemm_ready(*backend_, spec.plan.algorithm)) {
-      fail_argument("options.stream",
-                    "is capturing a graph, but this call would first have to allocate its "
-                    "workspace, clock or library GEMM handle; make the same call once uncaptured "
-                    "first (or pass "
-                    "a_gathered_out)");
-    }
-  }
-  spec.gathered = a_gathered_out
-                      ? a_gathered_out->data
-                      : res_.gathered.ensure(gathered_bytes, "device allocation (gathered A)");
+  // Grown for every rank by prepare_workspace before any rank enqueued.
+  spec.gathered = a_gathered_out ? a_gathered_out->data : res_.gathered.get();
   epoch_ = core::next_epoch(epoch_);
   spec.epoch = epoch_;
   return spec;
+}
+
+namespace {
+std::size_t all_gather_bytes(const core::ProblemDesc& p) {
+  return static_cast<std::size_t>(p.m * p.k) * element_size(p.dtype) *
+         static_cast<std::size_t>(p.world_size);
+}
+}  // namespace
+
+void LoopbackComm::prepare_all_gather_workspace(const CheckedCall& checked,
+                                                const call::OpCall& call) {
+  const std::size_t gathered_bytes = all_gather_bytes(checked.problem);
+  const Link link = group_.config.link == loopback::Link::arrival ? Link::arrival : Link::pcie;
+  if (checked.capturing) {
+    // Allocation and thread creation cannot happen inside a capture.
+    const bool gathered_ready = call.a_gathered_out || res_.gathered.size() >= gathered_bytes;
+    if (!gathered_ready || !link_ready(link, gathered_bytes, res_) ||
+        !gemm_ready(*backend_, checked.plan.algorithm)) {
+      fail_argument("options.stream",
+                    "is capturing a graph, but this call would first have to allocate its "
+                    "workspace, clock or library GEMM handle; make the same call once uncaptured "
+                    "first (or pass a_gathered_out)");
+    }
+  }
+  if (!call.a_gathered_out) res_.gathered.ensure(gathered_bytes, "device allocation (gathered A)");
+  prepare_link(link, checked.problem.world_size, gathered_bytes, res_);
+  prepare_gemm(*backend_, checked.plan.algorithm);
+}
+
+void LoopbackComm::prepare_every_rank(const CheckedCall& checked, const call::OpCall& call,
+                                      std::int64_t timeout_ms) {
+  std::exception_ptr error;
+  char& ok = group_.workspace_ok[static_cast<std::size_t>(rank_)];
+  ok = 0;
+  try {
+    if (call.op == core::OpKind::matmul_reduce_scatter) {
+      prepare_rs_workspace(checked);
+    } else {
+      prepare_all_gather_workspace(checked, call);
+    }
+    ok = 1;
+  } catch (...) {
+    error = std::current_exception();
+  }
+  group_.barrier.arrive_and_wait(rank_, "workspace", timeout_ms);
+  if (error) std::rethrow_exception(error);
+  for (int p = 0; p < group_.config.world_size; ++p) {
+    if (!group_.workspace_ok[static_cast<std::size_t>(p)]) {
+      throw Error(ErrorCode::backend, "rank " + std::to_string(p) +
+                                          " could not prepare its workspace; nothing was "
+                                          "enqueued");
+    }
+  }
 }
 
 void LoopbackComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
@@ -119,6 +153,8 @@ std::uint32_t LoopbackComm::execute(const call::OpCall& call, const call::Checke
   const std::int64_t timeout_ms = checked.resolved.wait_timeout_ms;
   RankEvents& mine_events = *group_.events[static_cast<std::size_t>(rank_)];
   const rt::StreamHandle stream = static_cast<rt::StreamHandle>(options.stream);
+
+  prepare_every_rank(checked, call, timeout_ms);
 
   // Enqueue one rank after another, so that in every hardware queue the work
   // a wait depends on is ahead of the wait (enqueue_call.cpp).

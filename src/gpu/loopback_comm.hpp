@@ -42,6 +42,19 @@ class LoopbackComm final : public GpuTransport {
   // fused_matmul_reduce_scatter's execute (gpu/reduce_scatter_enqueue.hpp).
   std::uint32_t execute_reduce_scatter(const call::OpCall& call, const CheckedCall& checked,
                                        const Options& options);
+  // Allocation can wait for the whole device, which the ranks share: a rank
+  // growing its workspace after a peer enqueued a kernel that waits on a
+  // chunk would stall behind that wait. So every rank makes what its call
+  // needs (workspace, link resources, library GEMM handles), the ranks meet,
+  // and only then does any rank enqueue. Throws on every rank when one rank
+  // could not (a capture that would have to allocate, an allocation failure).
+  void prepare_every_rank(const CheckedCall& checked, const call::OpCall& call,
+                          std::int64_t timeout_ms);
+  void prepare_all_gather_workspace(const CheckedCall& checked, const call::OpCall& call);
+  // Whether this group's reduce-scatter places the peers' partials before
+  // the timed span (ReduceScatterSpec::modelled): the arrival link, and
+  // ranks that run one after another, which could not ship to each other.
+  bool peers_placed() const;
   // Makes this rank's partial, slots and flags and publishes its receive
   // side; throws when a capture would have to allocate.
   void prepare_rs_workspace(const CheckedCall& checked);

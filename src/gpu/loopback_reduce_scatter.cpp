@@ -13,27 +13,41 @@
 #include "asynctp/error.hpp"
 #include "core/signals.hpp"
 #include "gpu/check.hpp"
+#include "gpu/link.hpp"
 #include "gpu/loopback_comm.hpp"
 #include "gpu/reduce_scatter_enqueue.hpp"
 
 namespace asynctp::gpu {
+
+bool LoopbackComm::peers_placed() const {
+  return group_.config.link == loopback::Link::arrival || group_.config.serialize_ranks;
+}
 
 void LoopbackComm::prepare_rs_workspace(const CheckedCall& checked) {
   const core::ProblemDesc& p = checked.problem;
   const std::size_t partial = std::max<std::size_t>(partial_bytes(p), 1);
   const std::size_t slots = std::max<std::size_t>(slots_bytes(p), 1);
   const std::size_t flags = sizeof(std::uint32_t) * static_cast<std::size_t>(p.world_size);
-  // The arrival model computes the peers' partials with the library GEMM
+  // A modelled call computes the peers' partials with the library GEMM
   // whatever the call's algorithm.
-  const bool modelled = group_.config.link == loopback::Link::arrival;
+  const bool modelled = peers_placed();
   const bool gemms_ready = gemm_ready(*backend_, checked.plan.algorithm) &&
                            (!modelled || gemm_ready(*backend_, Algorithm::decomposed));
+  // Over PCIe a rank stages every chunk it ships (W of m x n) in its bounce;
+  // the arrival model's delays need nothing.
+  const bool pcie = group_.config.link == loopback::Link::pcie;
+  const std::size_t shipped =
+      static_cast<std::size_t>(p.world_size * p.m * p.n) * element_size(p.dtype);
   if (checked.capturing && (res_.partial.size() < partial || res_.slots.size() < slots ||
-                            res_.slot_flags.size() < flags || !gemms_ready)) {
+                            res_.slot_flags.size() < flags || !gemms_ready ||
+                            (pcie && !link_ready(Link::pcie, shipped, res_)))) {
     fail_argument("options.stream",
                   "is capturing a graph, but this call would first have to allocate its "
                   "workspace or library GEMM handle; make the same call once uncaptured first");
   }
+  if (pcie) prepare_link(Link::pcie, p.world_size, shipped, res_);
+  prepare_gemm(*backend_, checked.plan.algorithm);
+  if (modelled) prepare_gemm(*backend_, Algorithm::decomposed);
   res_.partial.ensure(partial, "device allocation (reduce-scatter partial)");
   res_.slots.ensure(slots, "device allocation (reduce-scatter receive slots)");
   if (res_.slot_flags.size() < flags) {
@@ -53,7 +67,7 @@ ReduceScatterSpec LoopbackComm::make_rs_spec(const CheckedCall& checked, const c
   if (checked.kernel) spec.native_kernel = checked.kernel->name;
   spec.link = group_.config.link == loopback::Link::arrival ? Link::arrival : Link::pcie;
   spec.link_gbps = group_.config.link_gbps;
-  spec.modelled = spec.link == Link::arrival;
+  spec.modelled = peers_placed();
   spec.a = call.a;
   spec.b = call.b;
   spec.out = call.out;
@@ -81,28 +95,12 @@ std::uint32_t LoopbackComm::execute_reduce_scatter(const call::OpCall& call,
   const std::int64_t timeout_ms = checked.resolved.wait_timeout_ms;
   RankEvents& mine_events = *group_.events[static_cast<std::size_t>(rank_)];
   const rt::StreamHandle stream = static_cast<rt::StreamHandle>(options.stream);
-  const bool modelled = group_.config.link == loopback::Link::arrival;
+  const bool modelled = peers_placed();
   pending_reduce_scatter_ = true;
 
   // 1. Every rank's receive side exists before anyone ships into it.
+  prepare_every_rank(checked, call, timeout_ms);
   std::exception_ptr enqueue_error;
-  char& ok = group_.workspace_ok[static_cast<std::size_t>(rank_)];
-  ok = 0;
-  try {
-    prepare_rs_workspace(checked);
-    ok = 1;
-  } catch (...) {
-    enqueue_error = std::current_exception();
-  }
-  group_.barrier.arrive_and_wait(rank_, "reduce-scatter workspace", timeout_ms);
-  if (enqueue_error) std::rethrow_exception(enqueue_error);
-  for (int p = 0; p < world; ++p) {
-    if (!group_.workspace_ok[static_cast<std::size_t>(p)]) {
-      throw Error(ErrorCode::backend, "rank " + std::to_string(p) +
-                                          " could not prepare its reduce-scatter workspace; "
-                                          "nothing was enqueued");
-    }
-  }
   ReduceScatterSpec spec = make_rs_spec(checked, call, options);
 
   // 2. Products (and, modelled, the whole call) rank after rank.
@@ -115,7 +113,7 @@ std::uint32_t LoopbackComm::execute_reduce_scatter(const call::OpCall& call,
                      "stream wait (previous rank's call)");
         }
         if (!checked.capturing && modelled) {
-          // The arrival model reads the peers' A and B.
+          // The model reads the peers' A and B.
           wait_for_peers(stream, &RankEvents::shard_ready, &RankEvents::shard_ready_recorded,
                          "stream wait (peer inputs ready)");
         }

@@ -6,8 +6,9 @@
 #include "core/schedule.hpp"
 #include "gpu/check.hpp"
 #include "gpu/copy.hpp"
-#include "gpu/rank_backend.hpp"
+#include "gpu/link.hpp"
 #include "gpu/partial_kernels.hpp"
+#include "gpu/rank_backend.hpp"
 #include "gpu/stream_memops.hpp"
 
 namespace asynctp::gpu {
@@ -51,8 +52,8 @@ void enqueue_gemms(const ReduceScatterSpec& call, RankResources& res, RankBacken
   if (native(call)) {
     // The arrival model's delays are small kernels on copy_in, behind the
     // chunk flags: the grid leaves them an SM (bench/NOTES.md states the
-    // cost). Real shipping needs none.
-    const int sms_left_free = call.modelled ? 1 : 0;
+    // cost). Shipping over PCIe (real or self-shipped) needs none.
+    const int sms_left_free = call.modelled && call.link == Link::arrival ? 1 : 0;
     enqueue_native_partial({call.problem, call.native_kernel, call.a, call.b, call.partial,
                             call.epoch, sms_left_free, nullptr, nullptr},
                            res, backend);
@@ -79,29 +80,43 @@ void enqueue_gemms(const ReduceScatterSpec& call, RankResources& res, RankBacken
   }
 }
 
-// Real shipping: step i's chunk goes to its owner's slot i over the bounce.
+// PCIe shipping, step by step: once this rank's chunk of step i is computed,
+// copy_out moves a partial chunk to the pinned bounce, copy_in moves it on
+// into a slot i and sets that slot's flag.
+// - real: this rank's partial of the owner's chunk into the owner's slot i;
+// - self-shipped (the serialized model): the peer partial already placed in
+//   this rank's own slot i, out to the bounce and back. The same bytes cross
+//   the same copy engines at the time the peer's shipment of step i would
+//   (by the ring's symmetry it computes that chunk at step i too), so the
+//   timed span pays what real shipping costs this rank.
 void ship_over_pcie(const ReduceScatterSpec& call, RankResources& res) {
   const int world = call.problem.world_size;
   const std::size_t bytes = call.chunk_bytes();
-  char* bounce = static_cast<char*>(res.bounce.ensure(
-      bytes * static_cast<std::size_t>(world), "pinned host allocation (PCIe link bounce buffer)"));
+  prepare_link(Link::pcie, world, bytes * static_cast<std::size_t>(world), res);
+  char* bounce = static_cast<char*>(res.bounce.get());
   const std::vector<int> order = core::send_order(world, call.problem.rank);
   for (int step = 0; step + 1 < world; ++step) {
     const int owner = order[static_cast<std::size_t>(step)];
+    const ReceiveSide& side =
+        call.self_shipped() ? call.mine : call.owners[static_cast<std::size_t>(owner)];
+    char* slot = ReduceScatterSpec::slot_of(side, step, bytes);
+    const char* source = call.self_shipped() ? slot : call.partial_chunk(owner);
     char* staged_at = bounce + bytes * static_cast<std::size_t>(step);
     const rt::EventHandle staged = res.staged[static_cast<std::size_t>(step)]->get();
     wait_computed(call, res, res.copy_out.get(), owner);
-    copy_rows(staged_at, call.partial_chunk(owner), bytes, call.row_bytes(),
-              rt::Copy::device_to_host, res.copy_out.get(), "copy (partial chunk to pinned host)");
+    copy_rows(staged_at, source, bytes, call.row_bytes(), rt::Copy::device_to_host,
+              res.copy_out.get(), "copy (partial chunk to pinned host)");
     record(staged, res.copy_out.get(), "event record (staged)");
     wait(res.copy_in.get(), staged, "stream wait (staged)");
-    // The owner's slot is free once its previous reduction has read it.
-    if (const rt::EventHandle freed = call.owner_reduced[static_cast<std::size_t>(owner)]) {
-      wait(res.copy_in.get(), freed, "stream wait (owner's previous reduction)");
+    // The owner's slot is free once its previous reduction has read it (a
+    // self-shipped slot is this rank's, behind its previous call already).
+    if (!call.self_shipped()) {
+      if (const rt::EventHandle freed = call.owner_reduced[static_cast<std::size_t>(owner)]) {
+        wait(res.copy_in.get(), freed, "stream wait (owner's previous reduction)");
+      }
     }
-    const ReceiveSide& side = call.owners[static_cast<std::size_t>(owner)];
-    copy_rows(ReduceScatterSpec::slot_of(side, step, bytes), staged_at, bytes, call.row_bytes(),
-              rt::Copy::host_to_device, res.copy_in.get(), "copy (pinned host to owner's slot)");
+    copy_rows(slot, staged_at, bytes, call.row_bytes(), rt::Copy::host_to_device, res.copy_in.get(),
+              "copy (pinned host to owner's slot)");
     write_value32(res.copy_in.get(), side.flags + step, call.epoch);
   }
 }
@@ -165,7 +180,7 @@ void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, Rank
     wait(side, res.fork.get(), "stream wait (fork)");
   }
   enqueue_gemms(call, res, backend);
-  if (call.modelled) {
+  if (call.link == Link::arrival) {
     model_arrivals(call, res);
   } else {
     ship_over_pcie(call, res);
@@ -179,7 +194,7 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
   const int rank = call.problem.rank;
   auto* error_words = static_cast<std::uint32_t*>(res.error_words.get());
   wait(r, computed(res, rank), "stream wait (own chunk computed)");
-  if (call.modelled) {
+  if (call.link == Link::arrival) {
     for (int slot = 0; slot + 1 < world; ++slot) {
       wait(r, res.slot_ready[static_cast<std::size_t>(slot)]->get(), "stream wait (slot ready)");
     }

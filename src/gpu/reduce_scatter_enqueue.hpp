@@ -9,9 +9,10 @@
 //              slot as its GEMM completes (native: a stream memory operation
 //              waits on the chunk's flag, enqueued after the grid; pcie:
 //              device -> pinned host -> owner's slot on copy engines, then
-//              the owner's slot flag; modelled: the link's transfer time,
+//              the owner's slot flag, or modelled over pcie the placed slot
+//              out and back into itself; arrival: the link's transfer time,
 //              then the slot's event);
-//   reduction: the own chunk and every slot ready (real: a one-block
+//   reduction: the own chunk and every slot ready (pcie: a one-block
 //              bounded wait on the slot flags, which each call's epoch
 //              makes fresh) -> the fp32 reduction in the CPU backend's
 //              order -> join -> call_end.
@@ -21,7 +22,7 @@
 // With real shipping every rank enqueues its products before any rank
 // enqueues its reduction, so in any FIFO hardware queue (one with
 // CUDA_DEVICE_MAX_CONNECTIONS=1) the copies and flag writes a wait depends on
-// are ahead of the wait. The modelled link has no wait across ranks.
+// are ahead of the wait. A modelled call has no wait across ranks.
 #pragma once
 
 #include "gpu/rank_backend.hpp"

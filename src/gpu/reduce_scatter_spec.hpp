@@ -30,10 +30,16 @@ struct ReduceScatterSpec {
   Link link = Link::pcie;
   double link_gbps = 0;
   // The peers' partials of this rank's chunk are computed by this rank
-  // before its timed span and released by the link model (bench/NOTES.md):
-  // no rank waits on another within a call. Otherwise (the PCIe link) every
-  // rank ships its partials to their owners' slots for real.
+  // before its timed span (bench/NOTES.md), so no rank waits on another
+  // within a call and ranks may run one after another (serialize_ranks).
+  // Each slot is then made ready at the time its partial would land: on the
+  // arrival link after the modelled transfer time; on the PCIe link by this
+  // rank's own copy engines moving the slot's bytes through the pinned
+  // bounce and back, gated like a real shipment (self_shipped). Otherwise
+  // (the PCIe link, ranks concurrent) every rank ships its partials to their
+  // owners' slots for real.
   bool modelled = false;
+  bool self_shipped() const { return modelled && link == Link::pcie; }
   TensorView a;    // this rank's A (M x k), row-major
   TensorView b;    // this rank's B slice (k x n)
   TensorView out;  // this rank's rows of the sum (m x n)

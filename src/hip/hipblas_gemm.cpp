@@ -33,9 +33,13 @@ HipblasGemm::~HipblasGemm() {
   if (handle_) (void)hipblasDestroy(handle_);
 }
 
+void HipblasGemm::prepare() {
+  if (!handle_) check_hipblas(hipblasCreate(&handle_), "hipblasCreate");
+}
+
 void HipblasGemm::run(hipStream_t stream, const void* a, std::int64_t rows, const TensorView& b,
                       void* c) {
-  if (!handle_) check_hipblas(hipblasCreate(&handle_), "hipblasCreate");
+  prepare();
   check_hipblas(hipblasSetStream(handle_, stream), "hipblasSetStream");
   const gpu::ColumnMajorGemm g = gpu::column_major_gemm(rows, b);
   constexpr core::Entry<DType, hipblasDatatype_t> kDataTypes[] = {
@@ -43,8 +47,8 @@ void HipblasGemm::run(hipStream_t stream, const void* a, std::int64_t rows, cons
   const float alpha = 1.0f, beta = 0.0f;
   const hipblasDatatype_t type = core::lookup(kDataTypes, b.dtype, HIPBLAS_R_32F);
   check_hipblas(hipblasGemmEx(handle_, g.transpose_b ? HIPBLAS_OP_T : HIPBLAS_OP_N, HIPBLAS_OP_N,
-                              g.n, g.rows, g.k, &alpha, b.data, type, g.ldb, a, type, g.k, &beta,
-                              c, type, g.n, HIPBLAS_R_32F, HIPBLAS_GEMM_DEFAULT),
+                              g.n, g.rows, g.k, &alpha, b.data, type, g.ldb, a, type, g.k, &beta, c,
+                              type, g.n, HIPBLAS_R_32F, HIPBLAS_GEMM_DEFAULT),
                 "hipblasGemmEx");
 }
 #endif

@@ -27,6 +27,7 @@ class HipblasGemm final : public gpu::HandleGemm<hipblasHandle_t> {
  public:
   ~HipblasGemm() override;
 
+  void prepare() override;
   void run(hipStream_t stream, const void* a, std::int64_t rows, const TensorView& b,
            void* c) override;
 };

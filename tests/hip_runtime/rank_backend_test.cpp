@@ -87,6 +87,7 @@ class FakeLane final : public gpu::LibraryGemm {
     made = true;
   }
   bool ready() const noexcept override { return made; }
+  void prepare() override { made = true; }
   bool made = false;
 };
 

@@ -13,7 +13,9 @@ import traceback
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))  # python_overhead
 import numerics  # noqa: E402
 
 import asynctp  # noqa: E402
@@ -132,14 +134,23 @@ def check_reduce_scatter(seed):
         ran, reason = atp.last_run("fused_matmul_reduce_scatter")
         if algorithm != "auto":
             check(ran == algorithm, f"{what}: ran {ran} ({reason})")
-        total = sum(torch.matmul(A.double(), B.double()) for A, B in zip(As, Bs))
-        if op == "avg":
-            total = total / WORLD
-        reference = total.chunk(WORLD, dim=sdim)[RANK]
-        check(out.shape == reference.shape, f"{what}: out shape {tuple(out.shape)}")
-        err = numerics.relative_error(out.cpu(), reference)
-        bound = numerics.reduce_scatter_bound(dtype, WORLD, average=op == "avg")
-        check(err <= bound, f"{what}: relative error {err:.3g} > {bound:.3g}")
+        ref = numerics.reduce_scatter_reference(As, Bs, RANK, sdim)
+        check_reduce_scatter_output(what, out.cpu(), ref, dtype, op == "avg", "fp32")
+
+
+def check_reduce_scatter_output(what, out, ref, dtype, average, partial_sum):
+    """out (on the host) against its float64 reference
+    (numerics.reduce_scatter_reference), element by element within the
+    rigorous bound; and the check's own power: the same output missing one
+    rank's partial must fail it."""
+    bound = numerics.reduce_scatter_error_bound(ref, dtype, partial_sum, average=average)
+    scale = 1 / WORLD if average else 1
+    expected = ref.value * scale
+    fault = numerics.beyond_bound(out, expected, bound)
+    check(not fault, f"{what}: {fault}")
+    missing = out.double() - ref.partials[-1] * scale
+    check(numerics.beyond_bound(missing, expected, bound) != "",
+          f"{what}: the bound accepts an output missing rank {WORLD - 1}'s partial")
 
 
 def scenario_ops(seed):
@@ -182,12 +193,12 @@ def scenario_layers(seed):
     yr.backward(dy_full.double())
 
     # fp32 throughout: each output is a chain of a few fp32 GEMMs (e = 1e-5
-    # each) and reduce-scatters (the bound of numerics.reduce_scatter_bound);
+    # each) and reduce-scatters (numerics.chained_reduce_scatter_bound);
     # the gradients chain twice as many. The sum of the bounds on the path,
     # with a factor 4 for the growth through GELU's derivative (at most ~1.13)
     # and the reduction of fp32 gradients over the sequence.
     e = numerics.GEMM_BOUND[torch.float32]
-    rs = numerics.reduce_scatter_bound(torch.float32, WORLD)
+    rs = numerics.chained_reduce_scatter_bound(torch.float32, WORLD)
     forward_bound = e + rs
     backward_bound = 4 * (2 * e + 2 * rs)
     sl_ = slice(RANK * sl, (RANK + 1) * sl)
@@ -276,6 +287,9 @@ def scenario_bad_inputs(bad_rank):
         ("B with the wrong K", lambda: good_a, lambda: torch.randn(15, 4, device=DEVICE),
          "Bs[0]: must have K = 16 rows"),
         ("B of another dtype", lambda: good_a, lambda: good_b.half(), "Bs[0]: dtype must match"),
+        # No autograd formula: a call autograd would record is refused.
+        ("A_shard requiring grad", lambda: good_a.clone().requires_grad_(), lambda: good_b,
+         "A_shard, Bs: must not require grad while grad mode is on"),
     ]
     for what, make_a, make_b, rule in cases:
         a = make_a() if me_bad else good_a
@@ -359,7 +373,6 @@ def scenario_cuda(seed, report_path=""):
     """Every algorithm forced, against float64 and beside torch.mm; a CUDA
     graph of the op replayed 100 times; torch.compile; the host time per call
     of the Python op against the bare C ABI call."""
-    import ctypes
     import json
 
     seed = int(seed)
@@ -382,19 +395,22 @@ def scenario_cuda(seed, report_path=""):
         check(algorithm == "auto" or ran == algorithm, f"cuda ag {algorithm}: ran {ran} ({reason})")
         check(err <= bound, f"cuda ag {algorithm}: error {err:.3g} > {bound:.3g} (torch.mm {mm_err:.3g})")
     # Reduce-scatter: every algorithm forced, native included.
-    a_rs = torch.randn(WORLD * m, k, generator=torch.Generator().manual_seed(seed + 1)).to(dtype)
-    rs_reference = (a_rs.double() @ b.double()).chunk(WORLD)[RANK] * WORLD
+    # Every rank makes every rank's A (and B) from the seed: the reference is
+    # the whole group's sum.
+    a_all, b_all = inputs(seed + 1, (WORLD * m, k), (k, n), dtype=dtype)
+    rs_ref = numerics.reduce_scatter_reference(a_all, b_all, RANK)
     for algorithm in ("native", "pipelined", "decomposed", "auto"):
-        # Every rank holds the same A and B here: the sum is W times one product.
-        out = atp.fused_matmul_reduce_scatter(a_rs.cuda(), b_dev, "sum", 0, g, algorithm=algorithm)
+        out = atp.fused_matmul_reduce_scatter(a_all[RANK].cuda(), b_all[RANK].cuda(), "sum", 0, g,
+                                              algorithm=algorithm)
         torch.cuda.synchronize()
         ran, reason = atp.last_run("fused_matmul_reduce_scatter")
-        err = numerics.relative_error(out.cpu(), rs_reference)
-        rs_bound = numerics.reduce_scatter_bound(dtype, WORLD)
         report["cases"].append({"op": "matmul_reduce_scatter", "algorithm": algorithm, "ran": ran,
-                                "error": err, "reason": reason})
+                                "error": numerics.relative_error(out.cpu(), rs_ref.value),
+                                "reason": reason})
         check(algorithm == "auto" or ran == algorithm, f"cuda rs {algorithm}: ran {ran} ({reason})")
-        check(err <= rs_bound, f"cuda rs {algorithm}: error {err:.3g} > {rs_bound:.3g}")
+        # NCCL's ring (decomposed) stores each step's running sum in the dtype.
+        check_reduce_scatter_output(f"cuda rs {algorithm}", out.cpu(), rs_ref, dtype, False,
+                                    "output_dtype" if ran == "decomposed" else "fp32")
 
     # CUDA graph: one warm-up call, capture, 100 replays with new inputs.
     static_a = a_shard.clone()
@@ -426,53 +442,33 @@ def scenario_cuda(seed, report_path=""):
     report["compile_error"] = err
     check(err <= bound, f"cuda compile: error {err:.3g} > {bound:.3g}")
 
-    # Host time per call: a small bf16 problem whose device time is below the
-    # host's, N calls enqueued back to back, wall time / N. The Python op
-    # (custom op dispatch, checks, allocation) against the bare C ABI call on
-    # prebuilt structs (the library's own host time plus one ctypes call).
-    from asynctp import _capi
-    from asynctp.torch import _group_comm
-    from asynctp.torch._tensors import matrix
+    # Host time per call that the package adds to the C ABI call: the
+    # benchmark's own measurement (bench/python_overhead.py), so that this
+    # run and a CPU run of the benchmark report the same breakdown.
+    import python_overhead
 
-    sm, sk, sn = 256, 256, 256
-    small_a = torch.randn(sm, sk, device="cuda").to(dtype)
-    small_b = torch.randn(sk, sn, device="cuda").to(dtype)
-    small_c = torch.empty(WORLD * sm, sn, device="cuda", dtype=dtype)
-    comm = _group_comm.comm_for(name, small_a.device)
-    opts = _capi.options("decomposed", stream=torch.cuda.current_stream().cuda_stream)
-    mats = (matrix(small_a, sm, sk), matrix(small_b, sk, sn), matrix(small_c, WORLD * sm, sn))
-    info = _capi.RunInfo()
-    fn = _capi.lib().asynctpFusedAllGatherMatmul
-
-    def bare():
-        _capi.check(fn(comm.handle, ctypes.byref(mats[0]), ctypes.byref(mats[1]),
-                       ctypes.byref(mats[2]), None, ctypes.byref(opts), ctypes.byref(info)))
-
-    def python_op():
-        atp.fused_all_gather_matmul(small_a, [small_b], 0, name, return_A=False,
-                                    algorithm="decomposed")
-
-    def per_call_us(fn, calls=2000):
-        for _ in range(50):
-            fn()
-        torch.cuda.synchronize()
-        best = float("inf")
-        for _ in range(5):
-            start = time.perf_counter()
-            for _ in range(calls // 5):
-                fn()
-            best = min(best, (time.perf_counter() - start) / (calls // 5) * 1e6)
-            torch.cuda.synchronize()
-        return best
-
-    bare_us, op_us = per_call_us(bare), per_call_us(python_op)
-    report["host_us_per_call"] = {"c_abi": bare_us, "python_op": op_us, "added": op_us - bare_us}
-    print(f"[rank {RANK}] host time per call: C ABI {bare_us:.1f} us, Python op {op_us:.1f} us, "
-          f"added {op_us - bare_us:.1f} us (target < 20)", flush=True)
+    overhead = python_overhead.measure(g, DEVICE)
+    report["host_us_per_call"] = overhead
+    if RANK == 0:
+        print(python_overhead.table(overhead, "cuda"), flush=True)
     if report_path and RANK == 0:
         with open(report_path, "w") as f:
             json.dump(report, f, indent=1)
     print(json.dumps(report, indent=1), flush=True)
+
+
+def scenario_overhead():
+    """The host-overhead benchmark's measurement (the CUDA scenario reports
+    it on the device), briefly on the CPU: it runs, and every figure is a
+    positive time."""
+    import python_overhead
+
+    results = python_overhead.measure(dist.group.WORLD, DEVICE, calls=200, warmup=20, block=50)
+    print(python_overhead.table(results, DEVICE.type), flush=True)
+    for op, clocks in results.items():
+        for clock, row in clocks.items():
+            check(all(0 < row[v] < 1e6 for v in python_overhead.VARIANTS),
+                  f"overhead {op} {clock}: {row}")
 
 
 SCENARIOS = {
@@ -482,6 +478,7 @@ SCENARIOS = {
     "bad_inputs": scenario_bad_inputs,
     "killed_rank": scenario_killed_rank,
     "cuda": scenario_cuda,
+    "overhead": scenario_overhead,
 }
 
 

@@ -39,3 +39,9 @@ def test_killed_rank_makes_the_others_fail_naming_it():
     survivors = [r for r in results if r.rank != 2]
     assert all(r.returncode == 0 for r in survivors), "\n".join(map(repr, results))
     assert results[2].returncode != 0
+
+
+def test_host_overhead_benchmark_runs():
+    # What tests/python/test_cuda.py reports on the device, run briefly here
+    # so that it cannot rot where no GPU runs it.
+    assert_all_passed(run_ranks(1, "overhead"))

@@ -216,6 +216,7 @@ void plan_row(Row& row, Backend& backend, const Options& options, bool must_run)
     row.tile_m = info.tile_m;
     row.tile_n = info.tile_n;
     row.reason = info.reason;
+    row.predicted_ms = info.predicted_ms;
   } catch (const Error& e) {
     if (e.code() != ErrorCode::unsupported || must_run) throw;
     row.available = false;

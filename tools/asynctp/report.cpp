@@ -318,6 +318,7 @@ void json_run_row(JsonWriter& j, const Report& r, const Row& row) {
     j.field("tile_n", row.tile_n);
   }
   j.field("median_ms", when(row.available, row.median_ms));
+  j.field("predicted_ms", when(row.available && row.predicted_ms > 0, row.predicted_ms));
   j.field("iteration_ms", row.iteration_ms);
   j.field("tflops_per_rank", when(row.available, tflops(r, row)));
   j.field("speedup_vs_decomposed", speedup(r, row));
@@ -429,6 +430,24 @@ bool Report::checks_ok() const {
                       [](const Row& row) { return row.check && !row.check->ok; });
 }
 
+namespace {
+
+// The cost model's prediction beside each timed row's median.
+std::string predicted_footer(const Report& r) {
+  std::string out;
+  for (const Row& row : r.rows) {
+    if (!row.available || row.predicted_ms <= 0) continue;
+    out += format("%s %s %.3f ms, measured %.3f (predicted / measured %.2f)",
+                  out.empty() ? "# predicted (cost model):" : ";", row.label.c_str(),
+                  row.predicted_ms, row.median_ms,
+                  row.median_ms > 0 ? row.predicted_ms / row.median_ms : 0.0);
+  }
+  return out.empty() ? "# predicted (cost model): none (the planner's reason says why)\n"
+                     : out + "\n";
+}
+
+}  // namespace
+
 std::string format_table(const Report& r) {
   const bool bench = r.args.command == Command::bench;
   const std::vector<Column>& columns = bench ? kBenchColumns : kRunColumns;
@@ -446,6 +465,7 @@ std::string format_table(const Report& r) {
     out += std::string("# planner (auto): ") +
            (r.planner_algorithm ? to_string(*r.planner_algorithm) : "cannot run") + " \u2014 " +
            r.planner_reason + "\n";
+    out += predicted_footer(r);
   }
   out += check_footer(r);
   if (r.trace_written) {

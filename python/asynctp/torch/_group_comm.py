@@ -19,7 +19,7 @@ from asynctp import _capi
 from asynctp._errors import Error, InvalidArgumentError
 
 _lock = threading.RLock()
-_comms = {}  # (group name, device kind, device index) -> _capi.Communicator
+_comms = {}  # (group name, CUDA device index or -1 for the CPU) -> _capi.Communicator
 
 
 def resolve_group(group):
@@ -79,14 +79,27 @@ def _make(pg, device):
 def comm_for(name, device):
     """The communicator of group `name` for tensors on `device` (collective
     on first use)."""
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
-    key = (name, device.type, device.index if device.type == "cuda" else None)
+    if device.type == "cuda":
+        index = torch.cuda.current_device() if device.index is None else device.index
+    else:
+        index = -1
+    return _comm_at(name, index, device)
+
+
+def comm_for_tensor(name, t):
+    """comm_for(name, t.device), on every op call: a lookup without the
+    lock (a dict read is atomic) and without making a torch.device."""
+    comm = _comms.get((name, t.get_device()))
+    return comm if comm is not None else _comm_at(name, t.get_device(), t.device)
+
+
+def _comm_at(name, index, device):
+    key = (name, index)  # index: the CUDA device's, -1 on the CPU
     with _lock:
         comm = _comms.get(key)
         if comm is None:
             pg = resolve_group(name)
-            comm = _make(pg, device)
+            comm = _make(pg, device if index < 0 else torch.device("cuda", index))
             _comms[key] = comm
             _destroy_with(pg, key)
         return comm

@@ -9,9 +9,14 @@ first, as torch's fallback does, and the rest flattened into rows: when it is
 dimension 0 and A is contiguous, A is used in place; otherwise the move is the
 one copy the op makes of A. The results are views with the fallback's layout
 (the gathered dimension outermost in memory).
-"""
 
-from typing import List, Tuple
+Registration: torch.library.Library's define / impl (the CPU and CUDA
+kernels) and register_fake, not torch.library.custom_op, whose Python
+autograd and dynamo wrappers cost more per call than the rest of the
+package together (bench/python_overhead.py). Like torch.ops.symm_mem's ops
+they have no autograd kernel; a call autograd would have to record is
+refused (_tensors.grad_rule): the layers carry the gradients.
+"""
 
 import torch
 
@@ -19,26 +24,39 @@ from asynctp import _capi
 from asynctp._errors import InvalidArgumentError
 from asynctp.torch import _group_comm
 from asynctp.torch._tensors import (
+    DTYPES,
+    all_gather_matrices,
     b_rule,
-    b_strides,
-    device_rule,
-    dtype_rule,
-    matrix,
+    grad_rule,
     normalize_dim,
+    reduce_scatter_matrices,
 )
 
-_last_run = {}  # op name -> (algorithm, reason) of this process's last call
+_LIB = torch.library.Library("asynctp", "DEF")
+_LIB.define(
+    "fused_all_gather_matmul(Tensor A_shard, Tensor[] Bs, int gather_dim, str group_name, "
+    "bool return_A, str algorithm) -> (Tensor, Tensor[])"
+)
+# No defaults in the schemas: PyTorch 2.4's take none for str.
+_LIB.define(
+    "fused_matmul_reduce_scatter(Tensor A, Tensor B, str reduce_op, int scatter_dim, "
+    "str group_name, str algorithm) -> Tensor"
+)
+
+_last_run = {}  # op name -> the RunInfo of this process's last call
 
 
 def last_run(op="fused_all_gather_matmul"):
     """(algorithm, reason) of this process's last eager call of `op`."""
-    return _last_run.get(op)
+    info = _last_run.get(op)
+    return _capi.run_info(info) if info is not None else None
 
 
 def _moved_first_shape(shape, dim, factor_num, factor_den):
     """shape with `dim` moved first and its size scaled by num/den."""
-    rest = [s for i, s in enumerate(shape) if i != dim]
-    return [shape[dim] * factor_num // factor_den] + rest
+    shape = list(shape)
+    first = shape.pop(dim)
+    return [first * factor_num // factor_den] + shape
 
 
 # ---- rules (local; a broken one is rejected collectively) -------------------------
@@ -49,18 +67,20 @@ def _a_rules(name, A, dim_name, dim, last_dim_is):
     (the dimension in [0, ndim - 1), None) or (None, the broken rule)."""
     if not isinstance(A, torch.Tensor) or A.dim() < 2:
         return None, f"{name}: must be a tensor of at least 2 dimensions"
-    dim, rule = normalize_dim(dim_name, dim, A.dim())
+    ndim = A.dim()
+    dim, rule = normalize_dim(dim_name, dim, ndim)
     if rule:
         return None, rule
-    if dim == A.dim() - 1:
+    if dim == ndim - 1:
         return None, (
             f"{dim_name}: must not be the last dimension ({last_dim_is}); asynctp "
             "gathers and scatters rows"
         )
-    rule = dtype_rule(name, A)
-    if rule:
-        return None, rule
-    if A.device.type not in ("cpu", "cuda"):
+    if A.dtype not in DTYPES:
+        return None, (
+            f"{name}: dtype must be torch.bfloat16, torch.float16 or torch.float32, got {A.dtype}"
+        )
+    if not (A.is_cpu or A.is_cuda):
         return None, f"{name}: must be on the CPU or a CUDA device, got {A.device}"
     if not A.is_contiguous():
         return None, (
@@ -77,8 +97,9 @@ def _all_gather_rules(A_shard, Bs, gather_dim):
         return None, rule
     if len(Bs) == 0:
         return None, "Bs: must hold at least one B"
+    k, dtype, index = A_shard.shape[-1], A_shard.dtype, A_shard.get_device()
     for i, B in enumerate(Bs):
-        rule = b_rule(f"Bs[{i}]", B, A_shard.shape[-1], A_shard.dtype, A_shard.device)
+        rule = b_rule(f"Bs[{i}]", B, k, dtype, index)
         if rule:
             return None, rule
     return dim, None
@@ -88,17 +109,14 @@ def _reduce_scatter_rules(A, B, reduce_op, scatter_dim, world_size):
     dim, rule = _a_rules("A", A, "scatter_dim", scatter_dim, "N of A @ B")
     if rule:
         return None, rule
-    if reduce_op not in ("sum", "avg"):
+    if reduce_op != "sum" and reduce_op != "avg":
         return None, f"reduce_op: must be 'sum' or 'avg', got {reduce_op!r}"
     if A.shape[dim] % world_size:
         return None, (
             f"A: dimension scatter_dim = {dim} (size {A.shape[dim]}) must be divisible by the "
             f"group size {world_size}"
         )
-    rule = b_rule("B", B, A.shape[-1], A.dtype, A.device)
-    if rule:
-        return None, rule
-    return dim, None
+    return dim, b_rule("B", B, A.shape[-1], A.dtype, A.get_device())
 
 
 def _checked(comm, dim, rule):
@@ -110,79 +128,62 @@ def _checked(comm, dim, rule):
     return dim
 
 
-def _options(tensor, algorithm):
-    stream = None
-    if tensor.device.type == "cuda":
-        stream = torch.cuda.current_stream(tensor.device).cuda_stream
+# ---- the call into the library ---------------------------------------------------------
+
+_current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _run(entry_point, comm, tensor, algorithm, matrices):
+    """The library's `entry_point` on `matrices` with the call's options: on
+    torch's current stream of a CUDA tensor's device, made current for the
+    call (NCCL and the library enqueue on the current device's streams)."""
+    index = tensor.get_device()
+    stream = _current_raw_stream(index) if index >= 0 else None
     try:
-        return _capi.options(algorithm, stream=stream)
+        opts = _capi.options(algorithm, stream=stream)
     except ValueError as e:
         raise InvalidArgumentError(str(e)) from None
-
-
-class _device_guard:
-    """Makes a CUDA tensor's device current for the call (NCCL and the
-    library enqueue on the current device's streams)."""
-
-    def __init__(self, tensor):
-        self._guard = torch.cuda.device(tensor.device) if tensor.device.type == "cuda" else None
-
-    def __enter__(self):
-        if self._guard is not None:
-            self._guard.__enter__()
-
-    def __exit__(self, *exc):
-        if self._guard is not None:
-            self._guard.__exit__(*exc)
+    fn = getattr(_capi.lib(), entry_point)
+    if index < 0 or torch._C._cuda_getDevice() == index:
+        return _capi.call(fn, comm, *matrices, opts)
+    with torch.cuda.device(index):
+        return _capi.call(fn, comm, *matrices, opts)
 
 
 # ---- fused all-gather + matmul -------------------------------------------------------
 
 
 def _gathered_buffers(A_shard, Bs, dim, world_size, need_A):
-    shape = _moved_first_shape(list(A_shard.shape), dim, world_size, 1)
+    shape = _moved_first_shape(A_shard.shape, dim, world_size, 1)
     A_buf = A_shard.new_empty(shape) if need_A else None
     C_buf = A_shard.new_empty(shape[:-1] + [Bs[0].shape[1]])
     return A_buf, C_buf
 
 
-@torch.library.custom_op("asynctp::fused_all_gather_matmul", mutates_args=())
-def _fused_all_gather_matmul(
-    A_shard: torch.Tensor,
-    Bs: List[torch.Tensor],
-    gather_dim: int,
-    group_name: str,
-    return_A: bool,
-    algorithm: str,  # no default: PyTorch 2.4's schemas take none for str
-) -> Tuple[torch.Tensor, List[torch.Tensor]]:
-    comm = _group_comm.comm_for(group_name, A_shard.device)
+def _fused_all_gather_matmul(A_shard, Bs, gather_dim, group_name, return_A, algorithm):
+    comm = _group_comm.comm_for_tensor(group_name, A_shard)
     W = comm.world_size
-    dim = _checked(comm, *_all_gather_rules(A_shard, Bs, gather_dim))
-    with _device_guard(A_shard):
-        opts = _options(A_shard, algorithm)
-        A_local = A_shard if dim == 0 else A_shard.movedim(dim, 0).contiguous()
-        k = A_shard.shape[-1]
-        m = A_local.numel() // k if k else 0
-        need_A = return_A or len(Bs) > 1
-        A_buf, C_buf = _gathered_buffers(A_shard, Bs, dim, W, need_A)
-        B = Bs[0]
-        n = B.shape[1]
-        _last_run["fused_all_gather_matmul"] = _capi.all_gather_matmul(
-            comm,
-            matrix(A_local, m, k),
-            matrix(B, k, n, b_strides(B)),
-            matrix(C_buf, W * m, n),
-            matrix(A_buf, W * m, k) if need_A else None,
-            opts,
-        )
-        # The other Bs share the gathered A, already here: plain GEMMs.
-        outs = [C_buf] + [torch.matmul(A_buf, B_i) for B_i in Bs[1:]]
-    A_out = A_buf.movedim(0, dim) if return_A else A_shard.new_empty(0)
-    return A_out, [out.movedim(0, dim) for out in outs]
+    dim, rule = _all_gather_rules(A_shard, Bs, gather_dim)
+    dim = _checked(comm, dim, rule or grad_rule("A_shard, Bs", [A_shard, *Bs]))
+    A_local = A_shard if dim == 0 else A_shard.movedim(dim, 0).contiguous()
+    k = A_shard.shape[-1]
+    m = A_local.numel() // k if k else 0
+    need_A = return_A or len(Bs) > 1
+    A_buf, C_buf = _gathered_buffers(A_shard, Bs, dim, W, need_A)
+    B = Bs[0]
+    _last_run["fused_all_gather_matmul"] = _run(
+        "asynctpFusedAllGatherMatmul", comm, A_shard, algorithm,
+        all_gather_matrices(A_local, B, C_buf, A_buf, m, k, B.shape[1], W),
+    )
+    # The other Bs share the gathered A, already here: plain GEMMs.
+    outs = [C_buf] + [torch.matmul(A_buf, B_i) for B_i in Bs[1:]]
+    A_out = A_buf if return_A else A_shard.new_empty(0)
+    if dim == 0:
+        return A_out, outs
+    return (A_out.movedim(0, dim) if return_A else A_out), [out.movedim(0, dim) for out in outs]
 
 
-@_fused_all_gather_matmul.register_fake
-def _(A_shard, Bs, gather_dim, group_name, return_A, algorithm):
+def _fused_all_gather_matmul_fake(A_shard, Bs, gather_dim, group_name, return_A, algorithm):
     W = _group_comm.group_size(group_name)
     dim, rule = _all_gather_rules(A_shard, Bs, gather_dim)
     if rule:
@@ -196,44 +197,44 @@ def _(A_shard, Bs, gather_dim, group_name, return_A, algorithm):
 # ---- fused matmul + reduce-scatter ---------------------------------------------------
 
 
-@torch.library.custom_op("asynctp::fused_matmul_reduce_scatter", mutates_args=())
-def _fused_matmul_reduce_scatter(
-    A: torch.Tensor,
-    B: torch.Tensor,
-    reduce_op: str,
-    scatter_dim: int,
-    group_name: str,
-    algorithm: str,
-) -> torch.Tensor:
-    comm = _group_comm.comm_for(group_name, A.device)
+def _fused_matmul_reduce_scatter(A, B, reduce_op, scatter_dim, group_name, algorithm):
+    comm = _group_comm.comm_for_tensor(group_name, A)
     W = comm.world_size
-    dim = _checked(comm, *_reduce_scatter_rules(A, B, reduce_op, scatter_dim, W))
-    with _device_guard(A):
-        opts = _options(A, algorithm)
-        A_local = A if dim == 0 else A.movedim(dim, 0).contiguous()
-        k, n = A.shape[-1], B.shape[1]
-        M = A_local.numel() // k if k else 0
-        out = A.new_empty(_moved_first_shape(list(A.shape[:-1]) + [n], dim, 1, W))
-        _last_run["fused_matmul_reduce_scatter"] = _capi.matmul_reduce_scatter(
-            comm,
-            matrix(A_local, M, k),
-            matrix(B, k, n, b_strides(B)),
-            matrix(out, M // W, n),
-            opts,
-        )
-        if reduce_op == "avg":
-            out.div_(W)
-    return out.movedim(0, dim)
+    dim, rule = _reduce_scatter_rules(A, B, reduce_op, scatter_dim, W)
+    dim = _checked(comm, dim, rule or grad_rule("A, B", [A, B]))
+    A_local = A if dim == 0 else A.movedim(dim, 0).contiguous()
+    k, n = A.shape[-1], B.shape[1]
+    M = A_local.numel() // k if k else 0
+    out = A.new_empty(_moved_first_shape(list(A.shape[:-1]) + [n], dim, 1, W))
+    _last_run["fused_matmul_reduce_scatter"] = _run(
+        "asynctpFusedMatmulReduceScatter", comm, A, algorithm,
+        reduce_scatter_matrices(A_local, B, out, M, k, n, W),
+    )
+    if reduce_op == "avg":
+        out.div_(W)
+    return out if dim == 0 else out.movedim(0, dim)
 
 
-@_fused_matmul_reduce_scatter.register_fake
-def _(A, B, reduce_op, scatter_dim, group_name, algorithm):
+def _fused_matmul_reduce_scatter_fake(A, B, reduce_op, scatter_dim, group_name, algorithm):
     W = _group_comm.group_size(group_name)
     dim, rule = _reduce_scatter_rules(A, B, reduce_op, scatter_dim, W)
     if rule:
         raise InvalidArgumentError(rule)
     out = A.new_empty(_moved_first_shape(list(A.shape[:-1]) + [B.shape[1]], dim, 1, W))
     return out.movedim(0, dim)
+
+
+for _name_, _kernel, _fake in (
+    ("fused_all_gather_matmul", _fused_all_gather_matmul, _fused_all_gather_matmul_fake),
+    ("fused_matmul_reduce_scatter", _fused_matmul_reduce_scatter,
+     _fused_matmul_reduce_scatter_fake),
+):
+    for _key in ("CPU", "CUDA"):
+        _LIB.impl(_name_, _kernel, _key)
+    torch.library.register_fake(f"asynctp::{_name_}", _fake, lib=_LIB)
+
+_all_gather_op = torch.ops.asynctp.fused_all_gather_matmul.default
+_reduce_scatter_op = torch.ops.asynctp.fused_matmul_reduce_scatter.default
 
 
 # ---- the public functions ------------------------------------------------------------
@@ -252,9 +253,7 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim, group, *, return_A=True, al
     under torch.compile). `algorithm`: "auto", "native", "pipelined",
     "decomposed", or "" for ASYNCTP_ALGO / the planner.
     """
-    A, outs = torch.ops.asynctp.fused_all_gather_matmul(
-        A_shard, list(Bs), gather_dim, _name(group), return_A, algorithm
-    )
+    A, outs = _all_gather_op(A_shard, list(Bs), gather_dim, _name(group), return_A, algorithm)
     return (A if return_A else None), outs
 
 
@@ -263,6 +262,4 @@ def fused_matmul_reduce_scatter(A, B, reduce_op, scatter_dim, group, *, algorith
     chunk shipped as soon as its GEMM is done; as
     torch.ops.symm_mem.fused_matmul_reduce_scatter. reduce_op: "sum" or "avg".
     """
-    return torch.ops.asynctp.fused_matmul_reduce_scatter(
-        A, B, reduce_op, scatter_dim, _name(group), algorithm
-    )
+    return _reduce_scatter_op(A, B, reduce_op, scatter_dim, _name(group), algorithm)

@@ -139,6 +139,7 @@ gpu::CallSite NcclComm::site() const {
   site.rank = rank_;
   site.no_peer_access = no_peer_access_;
   site.native_blocked = peer_copy_blocker_;
+  site.link.kind = core::LinkFacts::Kind::nccl;
   return site;
 }
 
