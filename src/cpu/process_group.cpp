@@ -1,5 +1,6 @@
 #include "cpu/process_group.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,14 @@ constexpr auto kSetupPoll = std::chrono::milliseconds(1);
 std::size_t region_bytes(const core::ProblemDesc& p) {
   if (p.op == core::OpKind::matmul_reduce_scatter) return inbox_bytes(p);
   return static_cast<std::size_t>(p.m * p.k) * element_size(p.dtype);
+}
+
+// Records this process's pid namespace in its rank area (before its pid).
+void record_pid_namespace(shm::RankArea& area) {
+  struct stat ns {};
+  if (::stat("/proc/self/ns/pid", &ns) != 0) return;  // unknown: stays 0
+  area.pid_namespace_dev = static_cast<std::uint64_t>(ns.st_dev);
+  area.pid_namespace_ino = static_cast<std::uint64_t>(ns.st_ino);
 }
 
 std::string setup_timeout(int rank, std::int64_t timeout_ms, const std::string& waited_for) {
@@ -99,6 +108,7 @@ void ProcessGroup::join(std::int64_t setup_timeout_ms) {
     control_segment_ = ShmSegment::create(names_.control(), shm::control_bytes(world_));
     data_segment_ = ShmSegment::create(names_.data(0), data_bytes);
     control_ = shm::construct_control(control_segment_.data(), world_);
+    record_pid_namespace(control_.ranks[0]);
     control_.ranks[0].pid.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
     control_.header->magic.store(shm::kControlMagic, std::memory_order_release);
   } else {
@@ -137,6 +147,9 @@ void ProcessGroup::join(std::int64_t setup_timeout_ms) {
                                           std::to_string(rank_) + " joined");
     }
     data_segment_ = std::move(*data);
+    if (control_.ranks[rank_].pid.load(std::memory_order_acquire) == 0) {
+      record_pid_namespace(control_.ranks[rank_]);
+    }
     std::int32_t none = 0;
     if (!control_.ranks[rank_].pid.compare_exchange_strong(
             none, static_cast<std::int32_t>(::getpid()), std::memory_order_acq_rel)) {
@@ -165,9 +178,16 @@ void ProcessGroup::wait_for_every_rank(std::int64_t setup_timeout_ms) {
     if (missing.empty()) {
       // Every rank wrote its pid; if this process cannot see one of them
       // (another pid namespace sharing /dev/shm), a pid says nothing here.
+      // A peer in this process's namespace is always in sight: if its pid
+      // does not run, it died after it joined, and the next barrier says so.
+      const shm::RankArea& me = control_.ranks[rank_];
       std::string unseen;
       for (int r = 0; r < world_; ++r) {
-        if (!process_alive(control_.ranks[r].pid.load(std::memory_order_relaxed))) {
+        const shm::RankArea& peer = control_.ranks[r];
+        const bool same_namespace = me.pid_namespace_ino != 0 &&
+                                    peer.pid_namespace_ino == me.pid_namespace_ino &&
+                                    peer.pid_namespace_dev == me.pid_namespace_dev;
+        if (!same_namespace && !process_alive(peer.pid.load(std::memory_order_relaxed))) {
           unseen += (unseen.empty() ? "" : ", ") + std::to_string(r);
         }
       }

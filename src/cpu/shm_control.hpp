@@ -1,6 +1,6 @@
 // The layout of a process group's control segment: the part of the
 // workspace that never grows. One header, then a rank area per rank (its
-// pid, its barrier arrivals, its agreement record), then the flags of every
+// pid and pid namespace, its barrier arrivals, its agreement record), then the flags of every
 // rank's receive slots (W - 1 each). Only lock-free atomics cross processes:
 // no mutex or condition variable lives here, so a process that dies holding
 // nothing leaves nothing locked.
@@ -38,6 +38,11 @@ struct Header {
 struct RankArea {
   alignas(64) std::atomic<std::uint64_t> arrivals{0};  // barriers this rank entered
   alignas(64) std::atomic<std::int32_t> pid{0};        // 0 until the rank mapped the group
+  // The rank's pid namespace (the device and inode of /proc/self/ns/pid; 0
+  // when unknown), written before its pid, which publishes it. A peer in
+  // the same namespace whose pid does not run is dead, not out of sight.
+  std::uint64_t pid_namespace_dev = 0;
+  std::uint64_t pid_namespace_ino = 0;
   alignas(64) unsigned char record[core::kWireRecordBytes] = {};
 };
 

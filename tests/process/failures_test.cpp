@@ -6,9 +6,11 @@
 // that name what was wrong.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +18,9 @@
 #include "asynctp/asynctp.hpp"
 #include "core/problem.hpp"
 #include "core/reference.hpp"
+#include "cpu/process_id.hpp"
+#include "cpu/shm_control.hpp"
+#include "cpu/shm_segment.hpp"
 #include "process/process_ranks.hpp"
 #include "support/expect_error.hpp"
 #include "support/fused_problem.hpp"
@@ -202,6 +207,63 @@ TEST(ProcessFailures, ARankGoneBetweenCallsFailsTheNextCallNamingIt) {
     EXPECT_TRUE(report.exited && report.exit_code == 0) << report.exit_code;
     EXPECT_LT(report.seconds * 1000, kTimeoutMs / 2);
   }
+  EXPECT_EQ(leftover_segments(id), std::vector<std::string>{});
+}
+
+// A peer that dies right after it joined, while the others still check
+// the group at creation: its pid no longer runs, but it was in this
+// process's pid namespace, so it is dead, not out of sight (which would
+// leave the next call to its timeout). Here rank 1 is played by a process
+// that joins under the pid of a child already reaped.
+TEST(ProcessFailures, APeerDeadRightAfterJoiningIsNamedByTheNextCall) {
+  std::fflush(stdout);
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+
+  const cpu::UniqueId id = cpu::make_unique_id();
+  const cpu::SegmentNames names = cpu::segment_names(id);
+  const pid_t joiner = ::fork();
+  if (joiner == 0) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (auto segment = cpu::ShmSegment::open(names.control(), cpu::shm::control_bytes(2))) {
+        const auto* header = static_cast<const cpu::shm::Header*>(segment->data());
+        if (header->magic.load(std::memory_order_acquire) == cpu::shm::kControlMagic) {
+          cpu::shm::Control control(segment->data(), 2);
+          struct stat ns {};
+          if (::stat("/proc/self/ns/pid", &ns) != 0) ::_exit(2);
+          control.ranks[1].pid_namespace_dev = static_cast<std::uint64_t>(ns.st_dev);
+          control.ranks[1].pid_namespace_ino = static_cast<std::uint64_t>(ns.st_ino);
+          control.ranks[1].pid.store(static_cast<std::int32_t>(dead), std::memory_order_release);
+          ::_exit(0);
+        }
+      }
+      ::usleep(1000);
+    }
+    ::_exit(1);
+  }
+  ASSERT_GT(joiner, 0);
+  constexpr std::int64_t kTimeoutMs = 10'000;
+  const auto begin = std::chrono::steady_clock::now();
+  const Outcome out = outcome_of([&] {
+    const std::unique_ptr<Comm> comm = cpu::make_process_comm(id, 2, 0, {1, kTimeoutMs});
+    std::mt19937_64 rng(7);
+    FusedProblem problem(make_shape(2, 16, 24, 32, DType::fp32), rng);
+    Options options;
+    options.wait_timeout_ms = kTimeoutMs;
+    return problem.call(*comm, options);
+  });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  EXPECT_EQ(out.code, ErrorCode::backend) << out.message;
+  EXPECT_TRUE(contains(out.message, "rank 1 (pid " + std::to_string(dead) + ") is gone"))
+      << out.message;
+  EXPECT_LT(seconds * 1000, kTimeoutMs / 2) << out.message;
+  int status = 0;
+  ASSERT_EQ(::waitpid(joiner, &status, 0), joiner);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the joiner did not join";
   EXPECT_EQ(leftover_segments(id), std::vector<std::string>{});
 }
 

@@ -17,7 +17,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The child's report: ok, error code (-1 for none), then the message.
+// What a child sends through its pipe: records of a kind letter ('N' a
+// note, 'O' the outcome: ok, error code or -1, then the message), the
+// payload's length and a newline, then the payload.
+std::string record(char kind, const std::string& payload) {
+  return kind + std::to_string(payload.size()) + "\n" + payload;
+}
+
 std::string encode(const Outcome& o) {
   return std::string(o.ok ? "1" : "0") + "\n" +
          std::to_string(o.code ? static_cast<int>(*o.code) : -1) + "\n" + o.message;
@@ -33,6 +39,26 @@ bool decode(const std::string& text, Outcome& o) {
   if (code >= 0) o.code = static_cast<asynctp::ErrorCode>(code);
   o.message = text.substr(second + 1);
   return true;
+}
+
+// Reads the records of `text` into the report; a record cut short (the
+// child died while writing it) ends the reading.
+void read_records(const std::string& text, RankReport& report) {
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const char kind = text[at];
+    const auto newline = text.find('\n', at);
+    if (newline == std::string::npos) return;
+    const std::size_t size = std::stoul(text.substr(at + 1, newline - at - 1));
+    if (newline + 1 + size > text.size()) return;
+    const std::string payload = text.substr(newline + 1, size);
+    at = newline + 1 + size;
+    if (kind == 'N') {
+      report.notes.push_back(payload);
+    } else if (kind == 'O') {
+      report.reported = decode(payload, report.outcome);
+    }
+  }
 }
 
 // Appends what the (non-blocking) pipe holds now.
@@ -54,28 +80,43 @@ void write_all(int fd, const std::string& text) {
   }
 }
 
-[[noreturn]] void child(int world, int rank, const asynctp::cpu::UniqueId& id, const RankBody& body,
-                        const asynctp::cpu::ProcessOptions& options, int fd) {
+// Failures recorded so far in the running test (a child inherits the
+// parent's: only those it adds are its own).
+int failures_so_far() {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (test == nullptr) return 0;
+  int failures = 0;
+  for (int i = 0; i < test->result()->total_part_count(); ++i) {
+    failures += test->result()->GetTestPartResult(i).failed() ? 1 : 0;
+  }
+  return failures;
+}
+
+[[noreturn]] void child(int world, int rank, const asynctp::cpu::UniqueId& id,
+                        const NotingRankBody& body, const asynctp::cpu::ProcessOptions& options,
+                        int fd) {
+  const int inherited_failures = failures_so_far();
+  const Note note = [fd](const std::string& text) { write_all(fd, record('N', text)); };
   // The communicator's creation may throw too: its error is the outcome.
   Outcome outcome;
   const Outcome made = outcome_of([&] {
     const std::unique_ptr<asynctp::Comm> comm =
         asynctp::cpu::make_process_comm(id, world, rank, options);
-    outcome = body(*comm);
+    outcome = body(*comm, note);
     return outcome.info;
   });
   if (!made.ok) outcome = made;
-  write_all(fd, encode(outcome));
+  write_all(fd, record('O', encode(outcome)));
   ::close(fd);
   std::fflush(stdout);
   std::fflush(stderr);
-  ::_exit(::testing::Test::HasFailure() ? 1 : 0);
+  ::_exit(failures_so_far() > inherited_failures ? 1 : 0);
 }
 
 }  // namespace
 
 std::vector<RankReport> run_process_ranks(int world, const asynctp::cpu::UniqueId& id,
-                                          const RankBody& body,
+                                          const NotingRankBody& body,
                                           const asynctp::cpu::ProcessOptions& options,
                                           double limit_s) {
   std::fflush(stdout);
@@ -150,10 +191,18 @@ std::vector<RankReport> run_process_ranks(int world, const asynctp::cpu::UniqueI
     if (fd < 0) continue;
     drain(fd, texts[static_cast<std::size_t>(r)]);
     ::close(fd);
-    RankReport& report = reports[static_cast<std::size_t>(r)];
-    report.reported = decode(texts[static_cast<std::size_t>(r)], report.outcome);
+    read_records(texts[static_cast<std::size_t>(r)], reports[static_cast<std::size_t>(r)]);
   }
   return reports;
+}
+
+std::vector<RankReport> run_process_ranks(int world, const asynctp::cpu::UniqueId& id,
+                                          const RankBody& body,
+                                          const asynctp::cpu::ProcessOptions& options,
+                                          double limit_s) {
+  return run_process_ranks(
+      world, id, NotingRankBody([&body](asynctp::Comm& comm, const Note&) { return body(comm); }),
+      options, limit_s);
 }
 
 std::vector<RankReport> run_process_ranks(int world, const RankBody& body,

@@ -9,10 +9,10 @@
 // ASYNCTP_STRESS_CALLS (default 300) sets the number of calls,
 // ASYNCTP_STRESS_SEED the seed (fixed by default, so CI runs the same calls
 // every time), ASYNCTP_STRESS_TIMEOUT_MS the timeout of calls with a dropped
-// chunk (default 200; raise it under slow sanitizers).
+// chunk (default 200; raise it under slow sanitizers). process_stress_test.cpp
+// makes the same calls over the process transport, with killed ranks.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,10 +21,8 @@
 #include <vector>
 
 #include "asynctp/asynctp.hpp"
-#include "core/reference.hpp"
+#include "stress/host_stress_call.hpp"
 #include "support/collective.hpp"
-#include "support/fused_problem.hpp"
-#include "support/reduce_scatter_problem.hpp"
 #include "support/stress_cases.hpp"
 
 namespace asynctp {
@@ -40,73 +38,15 @@ class Stress {
     ++tally.by_fault[to_string(c.fault)];
     cpu::Group& group = group_of(c.world);
     std::vector<double> seconds(static_cast<std::size_t>(c.world), 0.0);
-    std::vector<LocalVerdict> verdicts;
-    std::vector<Outcome> outcomes;
     std::vector<std::string> problems;  // what went wrong, if anything
-    const auto bad = [&](int r) { return c.fault == Fault::bad_argument && r == c.fault_rank; };
-    // Runs `call` on every rank, timing each rank's call.
-    const auto run = [&](const std::function<RunInfo(Comm&)>& call) {
-      return asynctp_test::run_collective(group, [&](Comm& comm) {
-        const auto begin = std::chrono::steady_clock::now();
-        const auto stop = [&] {
-          seconds[comm.rank()] =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-        };
-        try {
-          RunInfo info = call(comm);
-          stop();
-          return info;
-        } catch (...) {
-          stop();
-          throw;
-        }
-      });
-    };
-
-    if (c.reduce_scatter) {
-      asynctp_test::RsShape shape = asynctp_test::rs_shape(c.world, c.m, c.n, 1, c.dtype,
-                                                           c.b_col_major);
-      shape.k = c.k;
-      asynctp_test::ReduceScatterProblem problem(shape, rng);
-      problem.poison_outputs();
-      const auto out = [&](int r) { return bad(r) ? broken(problem.out(r)) : problem.out(r); };
-      for (int r = 0; r < c.world; ++r) {
-        verdicts.push_back(local_verdict([&] {
-          plan_fused_matmul_reduce_scatter(group.comm(r), problem.a(r), problem.b(r), out(r),
-                                           c.options);
-        }));
-      }
-      outcomes = run([&](Comm& comm) {
-        const int r = comm.rank();
-        return fused_matmul_reduce_scatter(comm, problem.a(r), problem.b(r), out(r), c.options);
-      });
-      judge(c, verdicts, outcomes, seconds, tally, problems, "out",
-            [&](int r) { return problem.verdict(r).ok; },
-            [&](int r) { return untouched(problem.out(r)); },
-            "(the partial of rank " + std::to_string(c.fault_rank) + ") never arrived");
-    } else {
-      asynctp_test::Shape shape = asynctp_test::make_shape(c.world, c.m, c.n, c.k[0], c.dtype,
-                                                           c.b_col_major);
-      shape.gathered = c.gathered;
-      asynctp_test::FusedProblem problem(shape, rng);
-      problem.poison_outputs();
-      const auto out = [&](int r) { return bad(r) ? broken(problem.c(r)) : problem.c(r); };
-      const auto gathered = [&](int r) { return c.gathered ? problem.g(r) : TensorView{}; };
-      for (int r = 0; r < c.world; ++r) {
-        const TensorView g = gathered(r);
-        verdicts.push_back(local_verdict([&] {
-          plan_fused_all_gather_matmul(group.comm(r), problem.a(r), problem.b(r), out(r),
-                                       c.gathered ? &g : nullptr, c.options);
-        }));
-      }
-      outcomes = run([&](Comm& comm) {
-        const int r = comm.rank();
-        const TensorView g = gathered(r);
-        return fused_all_gather_matmul(comm, problem.a(r), problem.b(r), out(r),
-                                       c.gathered ? &g : nullptr, c.options);
-      });
-      judge_all_gather(c, verdicts, outcomes, seconds, tally, problems, problem);
-    }
+    HostStressCall call(c, rng);
+    std::vector<LocalVerdict> verdicts;
+    for (int r = 0; r < c.world; ++r) verdicts.push_back(call.verdict(group.comm(r), c.options));
+    const std::vector<Outcome> outcomes = asynctp_test::run_collective(
+        group, [&](Comm& comm) { return call.call(comm, c.options, seconds[comm.rank()]); });
+    judge(c, verdicts, outcomes, seconds, tally, problems, call.out_name(),
+          [&](int r) { return call.correct(r); },
+          [&](int r) { return call.untouched_outputs(r); }, drop_phrase(c));
     report_problems(c, tally, problems);
   }
 
@@ -121,13 +61,8 @@ class Stress {
 };
 
 TEST(Stress, RandomCallsEndCorrectOrWithTheDocumentedError) {
-  asynctp_test::CleanPlannerEnv clean_env;
-  CaseLimits limits;
-  limits.drop_timeout_ms = env_int("ASYNCTP_STRESS_TIMEOUT_MS", 200);
   Stress stress;
-  run_stress("cpu", limits, env_int("ASYNCTP_STRESS_CALLS", 300),
-             static_cast<std::uint64_t>(env_int("ASYNCTP_STRESS_SEED", 0x5eed)),
-             [&](const Case& c, std::mt19937_64& rng, Tally& tally) { stress.run_one(c, rng, tally); });
+  run_cpu_stress("cpu", cpu_limits(), env_int("ASYNCTP_STRESS_CALLS", 300), stress);
 }
 
 }  // namespace

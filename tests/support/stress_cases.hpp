@@ -1,5 +1,6 @@
 // The randomized stress of both ops, shared by the backends' runners
-// (tests/stress: the CPU backend; tests/gpu: the loopback backend): how a
+// (tests/stress: the CPU backend's threads and processes; tests/gpu: the
+// loopback backend): how a
 // call is drawn (random world size, shapes on and off the tile grid, dtypes,
 // B layouts, algorithms, tiles, faults injected through the test hooks), and
 // how its outcome is judged against the contract:
@@ -11,7 +12,13 @@
 //   a refusal (one rank's bad argument, or a fault or forced algorithm the
 //     backend does not take for this call): a rank with its own reason
 //     throws it, every other rank a mismatch naming the first refusing rank,
-//     and no rank's outputs are written.
+//     and no rank's outputs are written;
+//   a killed rank (the process transport): every surviving rank ends with
+//     the documented error naming the dead rank ("rank V (pid P) is gone")
+//     within twice the configured timeout, with its outputs untouched when
+//     the rank died before the call; where the rank died after its last
+//     part in the call, a survivor may instead end as the call would have
+//     without the kill (correct, or the refusal's error).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -48,7 +55,13 @@ inline std::int64_t env_int(const char* name, std::int64_t fallback) {
   return text && *text ? std::strtoll(text, nullptr, 0) : fallback;
 }
 
-enum class Fault { none, delay, reorder, drop, bad_argument };
+enum class Fault { none, delay, reorder, drop, bad_argument, kill };
+
+// Where a killed rank dies: before it calls, in its before_copy or
+// before_compute hook at its chunk `fault_chunk` (if the call never reaches
+// that hook, right after the call), or at a random time into the call
+// (kill_after_us: while it waits, copies or computes, or after the call).
+enum class KillPoint { before_call, before_copy, before_compute, timer };
 
 inline const char* to_string(Fault f) {
   switch (f) {
@@ -57,8 +70,24 @@ inline const char* to_string(Fault f) {
     case Fault::reorder: return "reorder";
     case Fault::drop: return "drop";
     case Fault::bad_argument: return "bad_argument";
+    case Fault::kill: return "kill";
   }
   return "?";
+}
+
+inline const char* to_string(KillPoint p) {
+  switch (p) {
+    case KillPoint::before_call: return "before the call";
+    case KillPoint::before_copy: return "before_copy";
+    case KillPoint::before_compute: return "before_compute";
+    case KillPoint::timer: return "timer";
+  }
+  return "?";
+}
+
+// The fault for the tally: a kill with where it struck.
+inline std::string fault_label(const Fault f, const KillPoint p) {
+  return f == Fault::kill ? std::string("kill ") + to_string(p) : to_string(f);
 }
 
 // One drawn call: everything but the data.
@@ -72,8 +101,11 @@ struct Case {
   bool gathered = true;
   Options options;
   Fault fault = Fault::none;
-  int fault_rank = 0;   // drop: the rank whose hook drops; bad_argument: the bad rank
-  int fault_chunk = 0;  // drop: the chunk dropped
+  int fault_rank = 0;   // drop: the rank whose hook drops; bad_argument: the bad rank;
+                        // kill: the rank killed
+  int fault_chunk = 0;  // drop: the chunk dropped; kill: the hook's chunk
+  KillPoint kill_point = KillPoint::before_call;
+  std::int64_t kill_after_us = 0;
   std::string text;
 };
 
@@ -87,6 +119,12 @@ struct CaseLimits {
   std::int64_t grid = 8;           // on-grid k: multiples of this
   std::int64_t off_grid_max = 50;  // off-grid m and n: 1 .. this
   std::int64_t drop_timeout_ms = 200;
+  int min_world = 1, max_world = 8;
+  // Whether a rank may be killed (a transport of processes), and the
+  // timeout of such calls (a survivor that does not notice the death fails
+  // by it, and the judge says so).
+  bool kill_rank = false;
+  std::int64_t kill_timeout_ms = 1000;
   std::function<Fault(Fault, Case&)> fit = [](Fault f, Case&) { return f; };
 };
 
@@ -94,7 +132,7 @@ inline Case draw_case(std::mt19937_64& rng, const CaseLimits& limits) {
   const std::int64_t drop_timeout_ms = limits.drop_timeout_ms;
   Case c;
   c.reduce_scatter = draw(rng, 0, 1) == 1;
-  c.world = static_cast<int>(draw(rng, 1, 8));
+  c.world = static_cast<int>(draw(rng, limits.min_world, limits.max_world));
   const DType dtypes[] = {DType::bf16, DType::fp16, DType::fp32};
   c.dtype = dtypes[draw(rng, 0, 2)];
   c.b_col_major = draw(rng, 0, 1) == 1;
@@ -130,6 +168,9 @@ inline Case draw_case(std::mt19937_64& rng, const CaseLimits& limits) {
   const std::int64_t f = draw(rng, 0, 19);
   c.fault = f < 8 ? Fault::none : f < 11 ? Fault::delay : f < 14 ? Fault::reorder
             : f < 17 ? Fault::drop : Fault::bad_argument;
+  // (Drawn only where ranks can be killed, so the other runners draw the
+  // same calls as before from a seed.)
+  if (limits.kill_rank && c.world > 1 && draw(rng, 0, 2) == 0) c.fault = Fault::kill;
   // A partial is dropped on the way to its owner: a world of one ships none.
   if (c.fault == Fault::drop && c.reduce_scatter && c.world == 1) c.fault = Fault::reorder;
   c.fault = limits.fit(c.fault, c);
@@ -137,6 +178,11 @@ inline Case draw_case(std::mt19937_64& rng, const CaseLimits& limits) {
   c.fault_chunk = static_cast<int>(draw(rng, 0, c.world - 1));
   if (c.fault == Fault::drop && c.reduce_scatter && c.fault_chunk == c.fault_rank) {
     c.fault_chunk = (c.fault_rank + 1) % c.world;
+  }
+  if (c.fault == Fault::kill) {
+    c.kill_point = static_cast<KillPoint>(draw(rng, 0, 3));
+    c.kill_after_us = draw(rng, 0, 3000);
+    c.options.wait_timeout_ms = limits.kill_timeout_ms;
   }
   const std::uint64_t hook_seed = rng();
   switch (c.fault) {
@@ -167,9 +213,10 @@ inline Case draw_case(std::mt19937_64& rng, const CaseLimits& limits) {
     }
     case Fault::none:
     case Fault::bad_argument:
+    case Fault::kill:  // the runner kills: it alone knows how
       break;
   }
-  char text[256];
+  char text[320];
   std::snprintf(text, sizeof text, "%s W=%d m=%lld n=%lld k0=%lld %s b=%s %s algo=%s tiles=%lldx%lld "
                 "fault=%s(rank %d, chunk %d)",
                 c.reduce_scatter ? "matmul_reduce_scatter" : "all_gather_matmul", c.world,
@@ -179,6 +226,10 @@ inline Case draw_case(std::mt19937_64& rng, const CaseLimits& limits) {
                 asynctp::to_string(*c.options.algorithm), static_cast<long long>(tile_m),
                 static_cast<long long>(tile_n), to_string(c.fault), c.fault_rank, c.fault_chunk);
   c.text = text;
+  if (c.fault == Fault::kill) {
+    c.text += std::string(" killed ") + to_string(c.kill_point);
+    if (c.kill_point == KillPoint::timer) c.text += " after " + std::to_string(c.kill_after_us) + " us";
+  }
   return c;
 }
 
@@ -203,8 +254,14 @@ inline bool untouched(const TensorView& v) {
 
 struct Tally {
   int calls = 0, ok_calls = 0, expected_timeouts = 0, expected_refusals = 0;
-  int wrong = 0;  // a result or an error the contract does not allow
+  // Killed-rank calls: survivors failed naming the dead rank (some may have
+  // finished as without the kill); or all finished as without the kill.
+  int killed_rank_errors = 0, killed_after_last_part = 0;
+  int wrong = 0;          // calls with a result or an error the contract does not allow
+  int wrong_results = 0;  // of which: an output that does not match the reference
+  int hangs = 0;          // calls a rank did not finish (the runner's limit)
   double worst_timeout_ratio = 0;  // failing rank's time / configured timeout
+  double worst_dead_rank_ratio = 0;  // the same, for a survivor naming a dead rank
   std::map<std::string, int> by_fault;
 };
 
@@ -228,16 +285,22 @@ LocalVerdict local_verdict(Plan plan) {
   return v;
 }
 
-// Checks the outcomes against the contract for the case's fault.
+// How a call ended for the ranks judged, when they kept the contract.
+enum class Ending { correct, timeout, refusal };
+
+// Checks the outcomes of the ranks not `excused` against the contract for
+// the case's fault (a kill aside: judge_killed's).
 template <class Correct, class Untouched>
-void judge(const Case& c, const std::vector<LocalVerdict>& verdicts,
-           const std::vector<Outcome>& outcomes, const std::vector<double>& seconds,
-           Tally& tally, std::vector<std::string>& problems, const std::string& out_name,
-           Correct correct, Untouched untouched_outputs, const std::string& drop_phrase) {
+Ending judge_ranks(const Case& c, const std::vector<LocalVerdict>& verdicts,
+                   const std::vector<Outcome>& outcomes, const std::vector<double>& seconds,
+                   Tally& tally, std::vector<std::string>& problems, const std::string& out_name,
+                   Correct correct, Untouched untouched_outputs, const std::string& drop_phrase,
+                   const std::vector<bool>& excused) {
   const auto say = [&](int r, const std::string& what) {
     problems.push_back("rank " + std::to_string(r) + ": " + what + " [" +
                        outcomes[r].message + "]");
   };
+  const auto judged = [&](int r) { return excused.empty() || !excused[r]; };
   // Refused (a bad argument, or a forced algorithm that cannot run on this
   // shape): a rank with its own reason throws it, every other rank a
   // mismatch naming the first rank that refused; nothing is written.
@@ -251,6 +314,7 @@ void judge(const Case& c, const std::vector<LocalVerdict>& verdicts,
   }
   if (first_refusal >= 0) {
     for (int r = 0; r < c.world; ++r) {
+      if (!judged(r)) continue;
       const Outcome& o = outcomes[r];
       const ErrorCode want = verdicts[r].code.value_or(ErrorCode::mismatch);
       const std::string phrase =
@@ -263,15 +327,16 @@ void judge(const Case& c, const std::vector<LocalVerdict>& verdicts,
       }
       if (!untouched_outputs(r)) say(r, "outputs written although the call was refused");
     }
-    if (problems.empty()) ++tally.expected_refusals;
-    return;
+    return Ending::refusal;
   }
   // With a dropped chunk the waiting rank fails: on the all-gather the
   // rank whose copy was dropped, on the reduce-scatter the chunk's owner.
   const int failing = c.fault != Fault::drop ? -1
                       : c.reduce_scatter     ? c.fault_chunk
                                              : c.fault_rank;
+  bool wrong_numbers = false;
   for (int r = 0; r < c.world; ++r) {
+    if (!judged(r)) continue;
     const Outcome& o = outcomes[r];
     if (r == failing) {
       const std::string head = "rank " + std::to_string(r) + ": chunk " +
@@ -291,34 +356,114 @@ void judge(const Case& c, const std::vector<LocalVerdict>& verdicts,
       say(r, "failed");
     } else if (!correct(r)) {
       say(r, "wrong result");
+      wrong_numbers = true;
     }
   }
-  if (problems.empty()) ++(failing >= 0 ? tally.expected_timeouts : tally.ok_calls);
+  if (wrong_numbers) ++tally.wrong_results;
+  return failing >= 0 ? Ending::timeout : Ending::correct;
 }
 
+// Checks the outcomes against the contract for the case's fault, and
+// counts the call when it kept it.
+template <class Correct, class Untouched>
+void judge(const Case& c, const std::vector<LocalVerdict>& verdicts,
+           const std::vector<Outcome>& outcomes, const std::vector<double>& seconds,
+           Tally& tally, std::vector<std::string>& problems, const std::string& out_name,
+           Correct correct, Untouched untouched_outputs, const std::string& drop_phrase) {
+  const Ending ending = judge_ranks(c, verdicts, outcomes, seconds, tally, problems, out_name,
+                                    correct, untouched_outputs, drop_phrase, {});
+  if (!problems.empty()) return;
+  ++(ending == Ending::refusal  ? tally.expected_refusals
+     : ending == Ending::timeout ? tally.expected_timeouts
+                                 : tally.ok_calls);
+}
+
+// The contract of a call whose rank c.fault_rank was killed (`killed`: its
+// process ended by SIGKILL). `outcomes` and `seconds` of the dead rank are
+// not looked at; `verdicts` are every rank's, the dead one's included (it
+// told its own before it died).
+template <class Correct, class Untouched>
+void judge_killed(const Case& c, const std::vector<LocalVerdict>& verdicts,
+                  const std::vector<Outcome>& outcomes, const std::vector<double>& seconds,
+                  bool killed, Tally& tally, std::vector<std::string>& problems,
+                  const std::string& out_name, Correct correct, Untouched untouched_outputs,
+                  const std::string& drop_phrase) {
+  const int victim = c.fault_rank;
+  const std::string dead = "rank " + std::to_string(victim) + " (pid ";
+  const bool before_call = c.kill_point == KillPoint::before_call;
+  const double timeout_s = static_cast<double>(*c.options.wait_timeout_ms) / 1000.0;
+  if (!killed) problems.push_back("rank " + std::to_string(victim) + " was not killed");
+  std::vector<bool> excused(static_cast<std::size_t>(c.world), false);
+  excused[static_cast<std::size_t>(victim)] = true;
+  int dead_rank_errors = 0;
+  for (int r = 0; r < c.world; ++r) {
+    if (r == victim) continue;
+    const Outcome& o = outcomes[r];
+    const auto say = [&](const std::string& what) {
+      problems.push_back("rank " + std::to_string(r) + ": " + what + " [" + o.message + "]");
+    };
+    const bool names_dead = !o.ok && o.code == ErrorCode::backend &&
+                            o.message.find(dead) != std::string::npos &&
+                            o.message.find(") is gone") != std::string::npos;
+    if (names_dead) {
+      excused[static_cast<std::size_t>(r)] = true;
+      ++dead_rank_errors;
+      tally.worst_dead_rank_ratio = std::max(tally.worst_dead_rank_ratio, seconds[r] / timeout_s);
+      if (seconds[r] > 2.0 * timeout_s) {
+        say("failed after " + std::to_string(seconds[r]) +
+            " s, more than twice the configured timeout");
+      }
+      if (before_call && !untouched_outputs(r)) {
+        say("outputs written although the call failed before it began");
+      }
+    } else if (before_call) {
+      say("expected the error naming the dead rank ('" + dead + "...) is gone')");
+      excused[static_cast<std::size_t>(r)] = true;
+    }
+  }
+  // The survivors that did not see the death: as without the kill.
+  judge_ranks(c, verdicts, outcomes, seconds, tally, problems, out_name, correct,
+              untouched_outputs, drop_phrase, excused);
+  if (!problems.empty()) return;
+  ++(dead_rank_errors > 0 ? tally.killed_rank_errors : tally.killed_after_last_part);
+}
 
 // The all-gather's contract on the host copies of its outputs (`problem`, a
 // FusedProblem): c_out within tolerance of the float64 reference, the
 // gathered A bitwise the shards (or, not requested, untouched); on a refusal
 // neither output written.
 template <class FusedProblem>
+bool all_gather_correct(const Case& c, FusedProblem& problem, int r) {
+  const auto cmp = asynctp::core::compare_to_reference(problem.c(r), problem.reference(r));
+  if (!cmp.ok(asynctp::core::error_tolerance(c.dtype))) return false;
+  for (int s = 0; s < c.world; ++s) {
+    if (c.gathered ? !asynctp::core::bitwise_equal_rows(problem.g(r), s * c.m, problem.a(s))
+                   : !untouched(problem.g(r))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+template <class FusedProblem>
+bool all_gather_untouched(FusedProblem& problem, int r) {
+  return untouched(problem.c(r)) && untouched(problem.g(r));
+}
+
+// What the error of a dropped chunk says after "chunk C ".
+inline std::string drop_phrase(const Case& c) {
+  return c.reduce_scatter
+             ? "(the partial of rank " + std::to_string(c.fault_rank) + ") never arrived"
+             : "(the A shard of rank " + std::to_string(c.fault_chunk) + ") never arrived";
+}
+
+template <class FusedProblem>
 void judge_all_gather(const Case& c, const std::vector<LocalVerdict>& verdicts,
                       const std::vector<Outcome>& outcomes, const std::vector<double>& seconds,
                       Tally& tally, std::vector<std::string>& problems, FusedProblem& problem) {
   judge(c, verdicts, outcomes, seconds, tally, problems, "c_out",
-        [&](int r) {
-          const auto cmp = asynctp::core::compare_to_reference(problem.c(r), problem.reference(r));
-          if (!cmp.ok(asynctp::core::error_tolerance(c.dtype))) return false;
-          for (int s = 0; s < c.world; ++s) {
-            if (c.gathered ? !asynctp::core::bitwise_equal_rows(problem.g(r), s * c.m, problem.a(s))
-                           : !untouched(problem.g(r))) {
-              return false;
-            }
-          }
-          return true;
-        },
-        [&](int r) { return untouched(problem.c(r)) && untouched(problem.g(r)); },
-        "(the A shard of rank " + std::to_string(c.fault_chunk) + ") never arrived");
+        [&](int r) { return all_gather_correct(c, problem, r); },
+        [&](int r) { return all_gather_untouched(problem, r); }, drop_phrase(c));
 }
 
 // Counts the call as wrong and reports what went wrong, if anything did.
@@ -348,12 +493,14 @@ inline void run_stress(const char* backend, const CaseLimits& limits, std::int64
   for (const auto& [name, count] : tally.by_fault) {
     faults += " " + name + "=" + std::to_string(count);
   }
-  std::printf("stress (%s): seed 0x%llx, %d calls in %.1f s: %d correct, %d expected timeouts "
-              "(worst %.2fx the timeout), %d expected refusals, %d wrong, 0 hangs;"
-              " faults:%s\n",
+  std::printf("stress (%s): seed 0x%llx, %d calls in %.1f s: %d correct, %d expected timeouts, "
+              "%d expected refusals, %d killed-rank errors, %d killed after their last part; "
+              "worst failing rank %.2fx the timeout (dropped chunk), %.3fx (dead rank); "
+              "%d contract failures (%d wrong results, %d hangs); faults:%s\n",
               backend, static_cast<unsigned long long>(seed), tally.calls, seconds,
-              tally.ok_calls, tally.expected_timeouts, tally.worst_timeout_ratio,
-              tally.expected_refusals, tally.wrong, faults.c_str());
+              tally.ok_calls, tally.expected_timeouts, tally.expected_refusals,
+              tally.killed_rank_errors, tally.killed_after_last_part, tally.worst_timeout_ratio,
+              tally.worst_dead_rank_ratio, tally.wrong, tally.wrong_results, tally.hangs, faults.c_str());
   EXPECT_EQ(tally.wrong, 0);
   EXPECT_EQ(tally.calls, calls) << "stopped after 10 wrong calls";
 }
