@@ -36,7 +36,7 @@ std::vector<int> arrival_order(int world, int rank, const ArrivalHooks& hooks) {
   return order;
 }
 
-CallSpec call_spec(const CheckedCall& checked, const call::OpCall& call, const Options& options) {
+CallSpec call_spec(const CheckedCall& checked, const core::OpCall& call, const Options& options) {
   const int world = checked.problem.world_size;
   const int rank = checked.problem.rank;
   CallSpec spec;
@@ -116,7 +116,7 @@ bool stream_is_capturing(rt::StreamHandle stream) {
   return capturing;
 }
 
-CheckedCall check_call(const CallSite& site, const RankBackend& backend, const call::OpCall& call,
+CheckedCall check_call(const CallSite& site, const RankBackend& backend, const core::OpCall& call,
                        const Options& options) {
   const int device = backend.device();
   check(rt::set_device(device), "set device (rank device)");
@@ -202,7 +202,7 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
   return out;
 }
 
-CheckedCall GpuTransport::check(const call::OpCall& call, const Options& options) const {
+CheckedCall GpuTransport::check(const core::OpCall& call, const Options& options) const {
   CheckedCall out = check_call(site(), *backend_, call, options);
   check_own_rules(call, out);
   return out;

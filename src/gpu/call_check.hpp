@@ -15,7 +15,7 @@
 #include "asynctp/options.hpp"
 #include "asynctp/tensor.hpp"
 #include "call/checked_call.hpp"
-#include "call/op_call.hpp"
+#include "core/op_call.hpp"
 #include "call/transport.hpp"
 #include "core/config.hpp"
 #include "core/planner.hpp"
@@ -46,7 +46,7 @@ struct CallSite {
 // Makes the backend's device current. Throws Error(invalid_argument) naming
 // the argument and its rule, or Error(unsupported) when a forced algorithm
 // cannot run.
-CheckedCall check_call(const CallSite& site, const RankBackend& backend, const call::OpCall& call,
+CheckedCall check_call(const CallSite& site, const RankBackend& backend, const core::OpCall& call,
                        const Options& options);
 
 // The device work's description of a checked call of rank checked.problem.rank:
@@ -54,7 +54,7 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
 // hooks), signal pieces and native kernel. The transport adds what is its
 // own: where the chunks come from (shards, link) and go (gathered), and the
 // epoch.
-CallSpec call_spec(const CheckedCall& checked, const call::OpCall& call, const Options& options);
+CallSpec call_spec(const CheckedCall& checked, const core::OpCall& call, const Options& options);
 
 // A transport whose ranks run on GPUs (loopback ranks on one GPU, NCCL ranks
 // on many): its local check is check_call at the site it describes, then
@@ -63,13 +63,13 @@ class GpuTransport : public call::Transport {
  public:
   DeviceKind device_kind() const noexcept final { return backend_->device_kind(); }
   bool synchronous() const noexcept final { return false; }
-  CheckedCall check(const call::OpCall& call, const Options& options) const final;
+  CheckedCall check(const core::OpCall& call, const Options& options) const final;
 
  protected:
   // This rank's place in the communicator, and what it cannot do there.
   virtual CallSite site() const = 0;
   // Throws Error naming the argument and the rule this transport adds.
-  virtual void check_own_rules(const call::OpCall& call, const CheckedCall& checked) const {
+  virtual void check_own_rules(const core::OpCall& call, const CheckedCall& checked) const {
     (void)call;
     (void)checked;
   }
