@@ -14,6 +14,7 @@
 #include "asynctp/error.hpp"
 #include "core/cost_table.hpp"
 #include "core/planner.hpp"
+#include "support/plan_inputs.hpp"
 #include "support/printers.hpp"
 
 namespace asynctp::core {
@@ -56,27 +57,10 @@ gemm tile128 row 16896 128 8192 0.0708669   # 132 tiles of 128x128: one wave
 
 CostTable table() { return parse_cost_table(kTable, "test-table"); }
 
-NativeConfig config128() {
-  NativeConfig c;
-  c.name = "tile128";
-  c.m_granularity = 128;
-  c.tile_m = 128;
-  c.tile_n = 128;
-  c.grid = 132;
-  return c;
-}
+NativeConfig config128() { return test_inputs::native_config("tile128", 128, 128, 128, 1.0, 132); }
 
-ProblemDesc problem(OpKind op, int world, std::int64_t m, std::int64_t n, std::int64_t k,
-                    DType dtype = DType::bf16) {
-  ProblemDesc p;
-  p.op = op;
-  p.world_size = world;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.dtype = dtype;
-  return p;
-}
+using test_inputs::forced;
+using test_inputs::problem;
 
 BackendCaps caps(const CostTable* t, LinkFacts::Kind link, double gbps) {
   BackendCaps c;
@@ -89,13 +73,6 @@ BackendCaps caps(const CostTable* t, LinkFacts::Kind link, double gbps) {
   c.cost_table = t;
   c.link = {link, gbps};
   return c;
-}
-
-ResolvedOptions forced(Algorithm a) {
-  ResolvedOptions o;
-  o.algorithm = a;
-  o.algorithm_forced = true;
-  return o;
 }
 
 TEST(CostModel, LibraryGemmIsExactAtASampleAndBetweenItsNeighbours) {
@@ -334,8 +311,7 @@ TEST(ConfigChoice, TheTailPicksSmallerTilesWhereTheLinkIsSlowAndTheWavesElsewher
   // The rules' chooser scores waves only: coop 128x256 at both shapes.
   EXPECT_EQ(choose_native_config(transfer_bound(), facts.native_configs, 132)->name,
             "coop_128x256");
-  EXPECT_EQ(choose_native_config(compute_bound(), facts.native_configs, 132)->name,
-            "coop_128x256");
+  EXPECT_EQ(choose_native_config(compute_bound(), facts.native_configs, 132)->name, "coop_128x256");
 
   const Plan slow = plan(transfer_bound(), facts, {});
   EXPECT_EQ(native_pick(slow), "pp_128x128") << slow.reason;
@@ -347,7 +323,9 @@ TEST(ConfigChoice, TheTailPicksSmallerTilesWhereTheLinkIsSlowAndTheWavesElsewher
   EXPECT_LT(pp, coop * (1 - kPredictionTie));
   // Plan::predictions keeps native's best, and the reason names both.
   EXPECT_DOUBLE_EQ(prediction_of(slow, Algorithm::native)->ms, pp);
-  EXPECT_TRUE(contains(slow.reason, "native config pp_128x128 predicted " + ms3(pp) + " ms against coop_128x256 " + ms3(coop))) << slow.reason;
+  EXPECT_TRUE(contains(slow.reason, "native config pp_128x128 predicted " + ms3(pp) +
+                                        " ms against coop_128x256 " + ms3(coop)))
+      << slow.reason;
   // Forcing native keeps the model's config.
   const Plan forced_native = plan(transfer_bound(), facts, forced(Algorithm::native));
   EXPECT_EQ(forced_native.native_config, "pp_128x128") << forced_native.reason;
@@ -391,11 +369,11 @@ TEST(ConfigChoice, WithinTheTieMarginTheRulesPickStays) {
 
 TEST(ConfigChoice, AConfigThatCannotRunIsNeverChosenThoughPredictedFastest) {
   // A third config, 128x64 at 2000 TFLOP/s: the fastest wherever it runs.
-  const CostTable t = parse_cost_table(
-      config_table(500, 450, "calibrated", "gemm fast_128x64 row 16896 64 8192 " +
-                                               std::to_string(2.0 * 16896 * 64 * 8192 / 2e12) +
-                                               "\n"),
-      "three.txt");
+  const CostTable t =
+      parse_cost_table(config_table(500, 450, "calibrated",
+                                    "gemm fast_128x64 row 16896 64 8192 " +
+                                        std::to_string(2.0 * 16896 * 64 * 8192 / 2e12) + "\n"),
+                       "three.txt");
   const auto with_fast = [&](void (*limit)(NativeConfig&)) {
     BackendCaps c = two_configs(&t, kTransferGbps);
     c.native_configs.push_back(fact("fast_128x64", 64, 0.5));
@@ -418,11 +396,9 @@ TEST(ConfigChoice, AConfigThatCannotRunIsNeverChosenThoughPredictedFastest) {
 }
 
 TEST(ConfigChoice, WithoutACalibratedTableTheRulesPickTheConfig) {
-  const CostTable seeded =
-      parse_cost_table(config_table(500, 450, "seeded"), "seeded-configs.txt");
+  const CostTable seeded = parse_cost_table(config_table(500, 450, "seeded"), "seeded-configs.txt");
   const BackendCaps facts = two_configs(&seeded, kTransferGbps);
-  const std::string rules =
-      choose_native_config(transfer_bound(), facts.native_configs, 132)->name;
+  const std::string rules = choose_native_config(transfer_bound(), facts.native_configs, 132)->name;
   ASSERT_EQ(rules, "coop_128x256");
   // Seeded: the predictions are shown with the rules' config.
   const Plan shown = plan(transfer_bound(), facts, {});
