@@ -12,15 +12,24 @@
 # most 2 % slower than decomposed; the last lines count the points that pass
 # and give the distribution of predicted / measured.
 #
+# The default grid: 40 shapes (global M from 256 W to 32768, N 1280..28672,
+# K 1024..8192, B row- and column-major), from decode-like rows where one
+# GEMM after the gather should win, through transfer-bound ones where
+# per-chunk GEMMs or native's tail decide, to large compute-bound ones where
+# native should win. A shape is MxNxK, M may be written 256W (256 rows per
+# rank), and :col makes B column-major. A device call runs at most 10
+# minutes: split the grid by -w, -l or -g across calls.
+#
 #   scripts/device/planner-grid.sh [-w "W..."] [-l "LINK..."] [-g "GB/s..."] [-p "OP..."] [iters]
-#   defaults: -w "8 4", -l "pcie arrival", -g 400, -p all-gather-matmul, 10
-#   iterations; SHAPES="MxNxK ..." replaces the shapes
+#   defaults: -w "8 4 2", -l "pcie arrival", -g "100 400 1600",
+#   -p all-gather-matmul, 5 iterations; SHAPES="MxNxK[:col] ..." replaces
+#   the shapes
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh >/dev/null
-worlds="8 4"
+worlds="8 4 2"
 links="pcie arrival"
-speeds="400"
+speeds="100 400 1600"
 ops="all-gather-matmul"
 while getopts "w:l:g:p:" opt; do
   case $opt in
@@ -32,18 +41,26 @@ while getopts "w:l:g:p:" opt; do
   esac
 done
 shift $((OPTIND - 1))
-iters=${1:-10}
-shapes="8192x8192x8192"
-for m in 2048 4096 8192 16384 32768; do
-  for n in 1280 3584 7168; do shapes+=" ${m}x${n}x8192"; done
-done
+iters=${1:-5}
+shapes="256Wx1280x1024 256Wx7168x1024:col 256Wx28672x1024 256Wx1280x8192:col 256Wx7168x8192
+256Wx28672x8192:col
+2048x1280x4096 2048x3584x8192:col 2048x14336x4096 2048x1280x8192:col 2048x3584x4096
+2048x14336x8192:col
+4096x1280x1024 4096x2560x8192:col 4096x8192x1024 4096x28672x8192:col 4096x1280x8192
+4096x2560x1024:col 4096x8192x8192 4096x28672x1024:col
+8192x1280x2048 8192x3584x8192:col 8192x8192x2048 8192x28672x8192:col 8192x1280x8192
+8192x3584x2048:col 8192x8192x8192 8192x28672x2048:col
+16384x1280x4096 16384x5120x8192:col 16384x14336x4096 16384x1280x8192:col 16384x5120x4096
+16384x14336x8192:col
+32768x1280x1024 32768x2560x8192:col 32768x7168x1024 32768x1280x8192:col 32768x2560x1024
+32768x7168x8192:col"
 shapes=${SHAPES:-$shapes}
 
 points="$OUT/grid-points.txt"
 : >"$points"
 echo "# planner-grid: ops {$ops}, W in {$worlds}, links {$links} (arrival at {$speeds} GB/s), $iters iterations, $(date -u +%FT%TZ)"
 echo "# ms per rank (median); pred/meas = the cost model's predicted / measured time (n: native, p: pipelined, d: decomposed)"
-printf '%-4s %-2s %-12s %-16s %9s %9s %9s %-10s %7s %-17s %s\n' op W link shape native pipelined \
+printf '%-4s %-2s %-12s %-20s %9s %9s %9s %-10s %7s %-17s %s\n' op W link shape native pipelined \
   decomposed pick speedup "pred/meas n/p/d" verdict
 for op in $ops; do
 for world in $worlds; do
@@ -51,12 +68,17 @@ for world in $worlds; do
     link_speeds="-"
     [ "$link" = arrival ] && link_speeds=$speeds
     for gbps in $link_speeds; do
-    for shape in $shapes; do
-      IFS=x read -r m n k <<<"$shape"
+    for spec in $shapes; do
+      layout=row
+      [ "${spec#*:}" != "$spec" ] && layout=${spec#*:}
+      IFS=x read -r m n k <<<"${spec%%:*}"
+      [ "${m%W}" != "$m" ] && m=$(( ${m%W} * world ))
+      shape="${m}x${n}x${k}"
+      [ "$layout" = col ] && shape+=":col"
       tag="$link"
-      extra=()
-      if [ "$gbps" != "-" ]; then tag="$link-$gbps"; extra=(--link-gbps "$gbps"); fi
-      json="$OUT/grid-$op-w$world-$tag-$shape.json"
+      extra=(--b-layout "$layout")
+      if [ "$gbps" != "-" ]; then tag="$link-$gbps"; extra+=(--link-gbps "$gbps"); fi
+      json="$OUT/grid-$op-w$world-$tag-${shape/:/-}.json"
       if ! timeout 120 .devbin/gpu/asynctp run --backend cuda --op "$op" --world-size "$world" \
         --link "$link" "${extra[@]}" -m "$m" -n "$n" -k "$k" --iters "$iters" --warmup 2 --json \
         >"$json" 2>"$json.err"; then
@@ -78,7 +100,7 @@ ok = pick in t and t[pick] <= 1.03 * best and t[pick] <= 1.02 * t["decomposed"]
 fmt = lambda a: "%9.3f" % t[a] if a in t else "%9s" % "-"
 rat = "/".join("%.2f" % ratio[a] if a in ratio else "-" for a in ("native", "pipelined", "decomposed"))
 short = "ag" if op.startswith("all") else "rs"
-print("%-4s %-2s %-12s %-16s %s %s %s %-10s %6.2fx %-17s %s" % (short, world, link, shape,
+print("%-4s %-2s %-12s %-20s %s %s %s %-10s %6.2fx %-17s %s" % (short, world, link, shape,
       fmt("native"), fmt("pipelined"), fmt("decomposed"), pick, speedup, rat, "ok" if ok else "MISS"))
 with open(points, "a") as f:
     f.write("%d %s\n" % (ok, " ".join("%.4f" % v for v in ratio.values())))

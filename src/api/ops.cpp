@@ -10,9 +10,9 @@
 namespace asynctp {
 namespace {
 
-call::OpCall all_gather_matmul_call(const TensorView& a_shard, const TensorView& b,
+core::OpCall all_gather_matmul_call(const TensorView& a_shard, const TensorView& b,
                                     const TensorView& c_out, const TensorView* a_gathered_out) {
-  call::OpCall call;
+  core::OpCall call;
   call.op = core::OpKind::all_gather_matmul;
   call.a = a_shard;
   call.b = b;
@@ -21,9 +21,9 @@ call::OpCall all_gather_matmul_call(const TensorView& a_shard, const TensorView&
   return call;
 }
 
-call::OpCall matmul_reduce_scatter_call(const TensorView& a, const TensorView& b,
+core::OpCall matmul_reduce_scatter_call(const TensorView& a, const TensorView& b,
                                         const TensorView& out) {
-  call::OpCall call;
+  core::OpCall call;
   call.op = core::OpKind::matmul_reduce_scatter;
   call.a = a;
   call.b = b;

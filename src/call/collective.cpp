@@ -13,11 +13,10 @@ namespace {
 
 RunInfo to_run_info(const core::Plan& plan) {
   const core::Prediction* predicted = core::prediction_of(plan, plan.algorithm);
-  return {plan.algorithm, plan.tile_m, plan.tile_n, plan.reason,
-          predicted ? predicted->ms : 0.0};
+  return {plan.algorithm, plan.tile_m, plan.tile_n, plan.reason, predicted ? predicted->ms : 0.0};
 }
 
-void trace_call(const Transport& transport, const OpCall& call, const CheckedCall& checked,
+void trace_call(const Transport& transport, const core::OpCall& call, const CheckedCall& checked,
                 const Options& options, std::uint32_t epoch_value, double begin_us) {
   if (!options.trace) return;
   const std::string algorithm = to_string(checked.plan.algorithm);
@@ -39,8 +38,9 @@ void trace_call(const Transport& transport, const OpCall& call, const CheckedCal
 // again, with that algorithm forced, so that everything it derives from the
 // algorithm (the kernel, signal pieces, its own rules) follows. The
 // algorithm is one this rank's record said it can run, so the check passes.
-CheckedCall adopt_group_plan(const Transport& transport, const OpCall& call, const Options& options,
-                             const CheckedCall& own, const core::Plan& agreed) {
+CheckedCall adopt_group_plan(const Transport& transport, const core::OpCall& call,
+                             const Options& options, const CheckedCall& own,
+                             const core::Plan& agreed) {
   Options forced = options;
   forced.algorithm = agreed.algorithm;
   CheckedCall adopted;
@@ -62,7 +62,7 @@ CheckedCall adopt_group_plan(const Transport& transport, const OpCall& call, con
 
 }  // namespace
 
-RunInfo run_collective(Transport& transport, const OpCall& call, const Options& options) {
+RunInfo run_collective(Transport& transport, const core::OpCall& call, const Options& options) {
   transport.check_usable();
   const double begin_us = options.trace ? options.trace->now_us() : 0;
 
@@ -108,7 +108,7 @@ void reject_collective(Transport& transport, const Error& why) {
   std::exception_ptr local_error = std::make_exception_ptr(why);
   // The transport reads the checked call only from a record that passed.
   try {
-    transport.agree(mine, local_error, CheckedCall{}, OpCall{}, Options{},
+    transport.agree(mine, local_error, CheckedCall{}, core::OpCall{}, Options{},
                     core::kDefaultWaitTimeoutMs);
   } catch (const Error& e) {
     // The agreement rethrows this rank's own rejection: the peers were told.
@@ -116,7 +116,8 @@ void reject_collective(Transport& transport, const Error& why) {
   }
 }
 
-RunInfo plan_collective(const Transport& transport, const OpCall& call, const Options& options) {
+RunInfo plan_collective(const Transport& transport, const core::OpCall& call,
+                        const Options& options) {
   return to_run_info(transport.check(call, options).plan);
 }
 

@@ -5,14 +5,14 @@
 
 #include "asynctp/error.hpp"
 #include "asynctp/options.hpp"
-#include "call/op_call.hpp"
 #include "call/transport.hpp"
+#include "core/op_call.hpp"
 
 namespace asynctp::call {
 
 // Collective: every rank of the transport's group calls it with agreeing
 // arguments. Throws Error; on invalid arguments nothing is written.
-RunInfo run_collective(Transport& transport, const OpCall& call, const Options& options);
+RunInfo run_collective(Transport& transport, const core::OpCall& call, const Options& options);
 
 // In the place of a collective call that this rank cannot make at all (its
 // caller could not even form the arguments): publishes a failed record
@@ -22,7 +22,8 @@ RunInfo run_collective(Transport& transport, const OpCall& call, const Options& 
 void reject_collective(Transport& transport, const Error& why);
 
 // The local check and plan alone: no communication, nothing written.
-RunInfo plan_collective(const Transport& transport, const OpCall& call, const Options& options);
+RunInfo plan_collective(const Transport& transport, const core::OpCall& call,
+                        const Options& options);
 
 // The Transport behind a Comm; throws Error(invalid_argument) naming `comm`
 // when the communicator was not made by this library.

@@ -14,8 +14,8 @@
 #include "asynctp/comm.hpp"
 #include "asynctp/options.hpp"
 #include "call/checked_call.hpp"
-#include "call/op_call.hpp"
 #include "core/agreement.hpp"
+#include "core/op_call.hpp"
 
 namespace asynctp::call {
 
@@ -28,7 +28,7 @@ class Transport : public Comm {
   // The local check: the op's rules, this transport's own (device residency,
   // capture, peer access), and the plan. Local: no communication, nothing
   // written. Throws Error naming the argument and the rule.
-  virtual CheckedCall check(const OpCall& call, const Options& options) const = 0;
+  virtual CheckedCall check(const core::OpCall& call, const Options& options) const = 0;
 
   // Publishes this rank's record (`mine.ok` false with `mine.error` when the
   // local check failed) and reads every rank's, bounded by `timeout_ms`. On
@@ -42,12 +42,12 @@ class Transport : public Comm {
   // sets `local_error` and publishes the record as failed, so that the peers
   // learn of it instead of waiting.
   virtual void agree(core::CallRecord& mine, std::exception_ptr& local_error,
-                     const CheckedCall& checked, const OpCall& call, const Options& options,
+                     const CheckedCall& checked, const core::OpCall& call, const Options& options,
                      std::int64_t timeout_ms) = 0;
 
   // Runs (cpu) or enqueues (gpu) the agreed call's schedule; returns the
   // call's epoch (its signals' value), for the trace.
-  virtual std::uint32_t execute(const OpCall& call, const CheckedCall& checked,
+  virtual std::uint32_t execute(const core::OpCall& call, const CheckedCall& checked,
                                 const Options& options) = 0;
 
   // Whether execute() has finished the work when it returns (cpu) rather

@@ -52,6 +52,13 @@ std::string underfilled_reason(const NativeConfig& c, const ProblemDesc& p, int 
          " %, and per-chunk GEMMs fewer still";
 }
 
+// Whether auto may offer `c` for `p` at all: the kernel accepts the shape,
+// launches a grid, and the config is offered at this gathered M.
+bool offered(const NativeConfig& c, const ProblemDesc& p) {
+  if (!c.refusal.empty() || c.grid <= 0) return false;
+  return c.max_m <= 0 || p.gathered_rows() <= c.max_m;
+}
+
 Plan made(Algorithm algorithm, std::int64_t tile_m, std::int64_t tile_n, std::string reason) {
   Plan plan;
   plan.algorithm = algorithm;
@@ -64,6 +71,9 @@ Plan made(Algorithm algorithm, std::int64_t tile_m, std::int64_t tile_n, std::st
 struct Derived {
   BackendCaps caps;
   const NativeConfig* config = nullptr;  // the native config planned with
+  // Where the cost model chose `config`: its prediction against the
+  // runner-up's, for the plan's reason; empty where the rules chose it.
+  std::string config_choice;
 };
 
 Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOptions& options);
@@ -112,12 +122,73 @@ std::string fmt_ms(double v) {
   return buf;
 }
 
+// Where the cost model decides (auto's algorithm, and the native config
+// under auto or forced native): a calibrated table with a link figure, and
+// more than one rank. A seeded table is only shown (cost_table.hpp).
+bool model_decides(const Model& model, const ProblemDesc& problem) {
+  return model.table && model.table->calibrated && problem.world_size > 1;
+}
+
+struct ConfigChoice {
+  const NativeConfig* config = nullptr;
+  std::string why;  // for the plan's reason
+};
+
+// Of `configs`, those that can run `problem` (offered as to the rules'
+// chooser, and nothing blocks native with their tile M), the one of least
+// predicted time. The model runs the persistent grid over the chunks'
+// arrivals, so a config of smaller tiles, whose waves fill the GPU worse,
+// wins where the last chunk's tiles (each a whole K loop on one SM) are what
+// is left after the link: the tail. Within kPredictionTie of the least, the
+// rules' pick `rules_pick` stays, as between algorithms: a difference that
+// small is not one to leave the measured rule for.
+// No config: nothing can run, and the rules' pick says why.
+ConfigChoice fastest_config(const ProblemDesc& problem, const BackendCaps& caps,
+                            const std::vector<NativeConfig>& configs, const Model& model,
+                            const NativeConfig* rules_pick) {
+  struct Candidate {
+    const NativeConfig* config;
+    double ms;
+  };
+  std::vector<Candidate> candidates;
+  for (const NativeConfig& c : configs) {
+    if (!offered(c, problem) || native_blocker(problem, caps, c.m_granularity, c.tile_n)) continue;
+    candidates.push_back({&c, predict(problem, Algorithm::native, *model.table, model.link, &c).ms});
+  }
+  if (candidates.empty()) return {};
+  const Candidate* least = &candidates.front();
+  for (const Candidate& c : candidates) {
+    if (c.ms < least->ms) least = &c;
+  }
+  const Candidate* chosen = least;
+  for (const Candidate& c : candidates) {
+    if (c.config == rules_pick && least->ms >= c.ms * (1.0 - kPredictionTie)) chosen = &c;
+  }
+  const Candidate* runner_up = nullptr;
+  for (const Candidate& c : candidates) {
+    if (&c != chosen && (!runner_up || c.ms < runner_up->ms)) runner_up = &c;
+  }
+  ConfigChoice out{chosen->config, "native config " + chosen->config->name + " predicted " +
+                                       fmt_ms(chosen->ms) + " ms"};
+  if (!runner_up) {
+    out.why += ", the only config that can run this shape";
+  } else if (chosen != least) {
+    out.why += ", within " + num(std::int64_t(kPredictionTie * 100)) + " % of " +
+               runner_up->config->name + "'s " + fmt_ms(runner_up->ms) +
+               " ms: a tie, kept by wave efficiency";
+  } else {
+    out.why += " against " + runner_up->config->name + " " + fmt_ms(runner_up->ms) +
+               " ms, the next fastest config (the last chunk's tail included)";
+  }
+  return out;
+}
+
 // Turns the reported facts into the capabilities plan() decides from: the
 // transport's peer access, the hardware queues, the native config (chosen
 // here) and whether its tiles would fill the processors.
 Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
                const ResolvedOptions& options) {
-  Derived d{facts};
+  Derived d{facts, nullptr, {}};
   BackendCaps& caps = d.caps;
   if (!facts.no_peer_access.empty()) {
     caps.native_supported = false;
@@ -153,7 +224,17 @@ Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
       return d;
     }
   } else {
+    // The rules' pick (wave efficiency), replaced by the cost model's
+    // fastest config where the model decides.
     config = choose_native_config(problem, configs, facts.sm_count);
+    const Model model = model_of(facts);
+    if (model_decides(model, problem)) {
+      ConfigChoice choice = fastest_config(problem, caps, configs, model, config);
+      if (choice.config) {
+        config = choice.config;
+        d.config_choice = std::move(choice.why);
+      }
+    }
   }
   const NativeConfig* rule = config ? config : finest(configs);
   caps.default_tile_m = rule->m_granularity;
@@ -199,8 +280,7 @@ const NativeConfig* choose_native_config(const ProblemDesc& problem,
   const NativeConfig* best = nullptr;
   double best_score = 0;
   for (const NativeConfig& c : configs) {
-    if (!c.refusal.empty() || c.grid <= 0) continue;
-    if (c.max_m > 0 && problem.gathered_rows() > c.max_m) continue;
+    if (!offered(c, problem)) continue;
     const double score = predicted_score(c, problem, processors);
     if (!best || score > best_score + 1e-9) {
       best = &c;
@@ -261,6 +341,9 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& facts, const ResolvedOp
   }
   if (result.algorithm == Algorithm::native && derived.config) {
     result.native_config = derived.config->name;
+  }
+  if (!derived.config_choice.empty() && prediction_of(result, Algorithm::native)) {
+    result.reason += "; " + derived.config_choice;
   }
   if (result.algorithm == Algorithm::pipelined && !facts.no_peer_access.empty()) {
     throw Error(ErrorCode::invalid_argument,
@@ -364,7 +447,7 @@ Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOp
     return result;
   }
   const Model model = model_of(caps);
-  if (model.table && model.table->calibrated && problem.world_size > 1) {
+  if (model_decides(model, problem)) {
     return least_predicted(problem, derived, model, blocker, tile_m, tile_n, native_plan);
   }
   // No calibrated cost model here: the rules decide, and the reason says so.

@@ -59,8 +59,10 @@ struct BackendCaps {
 
   // Facts the planner derives decisions from.
   // The native kernel's configs (empty: any tile, default_tile_m/_n, as on
-  // the CPU). With configs, the planner picks one: the tile options' match,
-  // else the least predicted time (wave efficiency x per-tile efficiency).
+  // the CPU). With configs, the planner picks one: the tile options' match;
+  // else, where a calibrated cost table decides, the config of least time
+  // the cost model predicts (the persistent grid over the chunks' arrivals,
+  // the last chunk's tail included); else choose_native_config's.
   std::vector<NativeConfig> native_configs;
   // Processors the native grid spreads over (0: no fill rule): below
   // kMinNativeSmFill of them busy with output tiles, auto does not overlap.
@@ -136,9 +138,9 @@ inline constexpr double kPredictionTie = 0.01;
 // The prediction of `algorithm` in `plan`, or nullptr.
 const Prediction* prediction_of(const Plan& plan, Algorithm algorithm);
 
-// The config auto runs `problem` with: of those that accept it, the one of
-// least predicted time (wave efficiency over `processors` x measured per-tile
-// efficiency); nullptr when none accepts it.
+// The rules' config for `problem`, where no calibrated cost table decides:
+// of those that accept it, the one of the best score (wave efficiency over
+// `processors` x measured per-tile efficiency); nullptr when none accepts it.
 const NativeConfig* choose_native_config(const ProblemDesc& problem,
                                          const std::vector<NativeConfig>& configs, int processors);
 

@@ -233,4 +233,26 @@ ProblemDesc validate_fused_matmul_reduce_scatter(int world_size, int rank, Devic
   return describe(OpKind::matmul_reduce_scatter, world_size, rank, m, n, k, a.dtype, b_layout);
 }
 
+ProblemDesc validate_op(const OpCall& call, int world_size, int rank, DeviceKind device_kind) {
+  switch (call.op) {
+    case OpKind::matmul_reduce_scatter:
+      return validate_fused_matmul_reduce_scatter(world_size, rank, device_kind, call.a, call.b,
+                                                  call.out);
+    case OpKind::all_gather_matmul:
+      break;
+  }
+  return validate_fused_all_gather_matmul(world_size, rank, device_kind, call.a, call.b, call.out,
+                                          call.a_gathered_out);
+}
+
+std::vector<std::pair<const char*, TensorView>> named_tensors(const OpCall& call) {
+  if (call.op == OpKind::matmul_reduce_scatter) {
+    return {{"a", call.a}, {"b", call.b}, {"out", call.out}};
+  }
+  std::vector<std::pair<const char*, TensorView>> out = {
+      {"a_shard", call.a}, {"b", call.b}, {"c_out", call.out}};
+  if (call.a_gathered_out) out.emplace_back("a_gathered_out", *call.a_gathered_out);
+  return out;
+}
+
 }  // namespace asynctp::core

@@ -7,10 +7,10 @@
 
 #include "asynctp/error.hpp"
 #include "asynctp/trace.hpp"
-#include "call/op_rules.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
 #include "core/schedule.hpp"
+#include "core/validate.hpp"
 #include "cpu/algorithms.hpp"
 #include "cpu/call_context.hpp"
 #include "cpu/producer.hpp"
@@ -45,21 +45,21 @@ CpuComm::CpuComm(std::unique_ptr<GroupLink> group, int rank) : CpuComm(*group, r
   owned_group_ = std::move(group);
 }
 
-call::CheckedCall CpuComm::check(const call::OpCall& call, const Options& options) const {
+call::CheckedCall CpuComm::check(const core::OpCall& call, const Options& options) const {
   call::CheckedCall out;
   out.resolved = core::resolve_options(options);
-  out.problem = call::validate_op(call, group_.world_size(), rank_, DeviceKind::cpu);
+  out.problem = core::validate_op(call, group_.world_size(), rank_, DeviceKind::cpu);
   out.plan = core::plan(out.problem, cpu_backend_caps(), out.resolved);
   return out;
 }
 
 void CpuComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
-                    const call::CheckedCall&, const call::OpCall& call, const Options&,
+                    const call::CheckedCall&, const core::OpCall& call, const Options&,
                     std::int64_t timeout_ms) {
   group_.agree(rank_, mine, local_error, call, timeout_ms);
 }
 
-std::uint32_t CpuComm::execute(const call::OpCall& call, const call::CheckedCall& checked,
+std::uint32_t CpuComm::execute(const core::OpCall& call, const call::CheckedCall& checked,
                                const Options& options) {
   // Every rank executes every agreed call, so the ranks' epochs advance in
   // lockstep: a peer releases this rank's receive flags with its own epoch.
@@ -171,7 +171,7 @@ void CpuComm::run_jobs(CallContext& ctx, const Jobs& jobs, std::int64_t timeout_
 // The all-gather + matmul schedule: a producer thread pulls the peers' shards
 // in schedule order and releases each chunk's signal; the GEMM workers
 // acquire a chunk's signal before reading its rows.
-void CpuComm::run_all_gather_matmul(const call::OpCall& call, const call::CheckedCall& checked,
+void CpuComm::run_all_gather_matmul(const core::OpCall& call, const call::CheckedCall& checked,
                                     const Options& options) {
   CallContext ctx;
   fill_context(ctx, checked, options);
@@ -201,7 +201,7 @@ void CpuComm::run_all_gather_matmul(const call::OpCall& call, const call::Checke
   run_jobs(ctx, jobs, checked.resolved.wait_timeout_ms);
 }
 
-void CpuComm::run_matmul_reduce_scatter(const call::OpCall& call, const call::CheckedCall& checked,
+void CpuComm::run_matmul_reduce_scatter(const core::OpCall& call, const call::CheckedCall& checked,
                                         const Options& options) {
   CallContext ctx;
   fill_context(ctx, checked, options);

@@ -41,11 +41,11 @@ class CpuComm final : public call::Transport {
   DeviceKind device_kind() const noexcept override { return DeviceKind::cpu; }
   const char* backend_name() const noexcept override { return "cpu"; }
 
-  call::CheckedCall check(const call::OpCall& call, const Options& options) const override;
+  call::CheckedCall check(const core::OpCall& call, const Options& options) const override;
   void agree(core::CallRecord& mine, std::exception_ptr& local_error,
-             const call::CheckedCall& checked, const call::OpCall& call, const Options& options,
+             const call::CheckedCall& checked, const core::OpCall& call, const Options& options,
              std::int64_t timeout_ms) override;
-  std::uint32_t execute(const call::OpCall& call, const call::CheckedCall& checked,
+  std::uint32_t execute(const core::OpCall& call, const call::CheckedCall& checked,
                         const Options& options) override;
   bool synchronous() const noexcept override { return true; }
 
@@ -66,12 +66,12 @@ class CpuComm final : public call::Transport {
   void fill_context(CallContext& ctx, const call::CheckedCall& checked, const Options& options);
   void widen_b(const TensorView& b, CallContext& ctx, const Options& options);
 
-  void run_all_gather_matmul(const call::OpCall& call, const call::CheckedCall& checked,
+  void run_all_gather_matmul(const core::OpCall& call, const call::CheckedCall& checked,
                              const Options& options);
   // The GEMM workers compute the partial product in send order and release
   // each chunk's signal; the producer ships finished chunks to their owners;
   // the workers then reduce the own chunk (shipper.hpp, reduce_scatter.hpp).
-  void run_matmul_reduce_scatter(const call::OpCall& call, const call::CheckedCall& checked,
+  void run_matmul_reduce_scatter(const core::OpCall& call, const call::CheckedCall& checked,
                                  const Options& options);
   TensorView gathered_workspace(const core::ProblemDesc& problem);
 

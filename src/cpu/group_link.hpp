@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "asynctp/tensor.hpp"
-#include "call/op_call.hpp"
+#include "core/op_call.hpp"
 #include "core/agreement.hpp"
 #include "cpu/inbox.hpp"
 
@@ -36,7 +36,7 @@ class GroupLink {
   // failure while getting ready is published as a failed record. When it
   // returns, shards() and inboxes() are valid for the agreed call.
   virtual void agree(int rank, core::CallRecord& mine, std::exception_ptr& local_error,
-                     const call::OpCall& call, std::int64_t timeout_ms) = 0;
+                     const core::OpCall& call, std::int64_t timeout_ms) = 0;
 
   // After agree(): every rank's A shard of the agreed all-gather (m x k,
   // row-major), readable until the call's completion barrier.

@@ -10,7 +10,7 @@ GroupState::GroupState(int world, int workers)
 }
 
 void GroupState::agree(int rank, core::CallRecord& mine, std::exception_ptr& local_error,
-                       const call::OpCall& call, std::int64_t timeout_ms) {
+                       const core::OpCall& call, std::int64_t timeout_ms) {
   if (mine.ok && call.op == core::OpKind::matmul_reduce_scatter) {
     // The peers write these slots once the records agree, so they must be
     // in place before this rank's record says it is ready.

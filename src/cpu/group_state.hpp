@@ -20,7 +20,7 @@ class GroupState final : public GroupLink {
   GroupState(int world, int workers);
 
   void agree(int rank, core::CallRecord& mine, std::exception_ptr& local_error,
-             const call::OpCall& call, std::int64_t timeout_ms) override;
+             const core::OpCall& call, std::int64_t timeout_ms) override;
   std::vector<TensorView> shards(const core::ProblemDesc& problem) override;
   std::vector<InboxView> inboxes() override;
   void barrier(int rank, const char* what, std::int64_t timeout_ms) override;

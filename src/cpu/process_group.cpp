@@ -254,7 +254,7 @@ void ProcessGroup::register_shard(const TensorView& a) {
 }
 
 void ProcessGroup::agree(int rank, core::CallRecord& mine, std::exception_ptr& local_error,
-                         const call::OpCall& call, std::int64_t timeout_ms) {
+                         const core::OpCall& call, std::int64_t timeout_ms) {
   std::size_t needed = 0;
   if (mine.ok) {
     needed = region_bytes(mine.problem);

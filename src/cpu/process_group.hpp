@@ -53,7 +53,7 @@ class ProcessGroup final : public GroupLink {
                std::int64_t setup_timeout_ms);
 
   void agree(int rank, core::CallRecord& mine, std::exception_ptr& local_error,
-             const call::OpCall& call, std::int64_t timeout_ms) override;
+             const core::OpCall& call, std::int64_t timeout_ms) override;
   std::vector<TensorView> shards(const core::ProblemDesc& problem) override;
   std::vector<InboxView> inboxes() override;
   void barrier(int rank, const char* what, std::int64_t timeout_ms) override;

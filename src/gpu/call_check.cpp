@@ -4,10 +4,9 @@
 #include <string>
 
 #include "asynctp/error.hpp"
-#include "call/op_rules.hpp"
 #include "core/schedule.hpp"
+#include "core/validate.hpp"
 #include "gpu/check.hpp"
-#include "gpu/device_checks.hpp"
 
 namespace asynctp::gpu {
 
@@ -37,7 +36,7 @@ std::vector<int> arrival_order(int world, int rank, const ArrivalHooks& hooks) {
   return order;
 }
 
-CallSpec call_spec(const CheckedCall& checked, const call::OpCall& call, const Options& options) {
+CallSpec call_spec(const CheckedCall& checked, const core::OpCall& call, const Options& options) {
   const int world = checked.problem.world_size;
   const int rank = checked.problem.rank;
   CallSpec spec;
@@ -75,20 +74,62 @@ void prepare_gemm(RankBackend& backend, Algorithm algorithm) {
   if (algorithm == Algorithm::pipelined) library_lane(backend, 1, "pipelined").prepare();
 }
 
-CheckedCall check_call(const CallSite& site, const RankBackend& backend, const call::OpCall& call,
+int signal_pieces(std::int64_t rows, std::size_t chunk_bytes, std::int64_t row_granularity) {
+  for (int p = kMaxSignalPieces; p > 1; p /= 2) {
+    if (rows % (row_granularity * p) == 0 &&
+        chunk_bytes / static_cast<std::size_t>(p) >= kMinPieceBytes) {
+      return p;
+    }
+  }
+  return 1;
+}
+
+void check_on_device(const char* name, const TensorView& t, int device) {
+  const std::string runtime = rt::kName;
+  if (t.device.index != device) {
+    fail_argument(name, "must live on " + runtime + " device " + std::to_string(device) +
+                            " (this rank's device), got device " + std::to_string(t.device.index));
+  }
+  rt::MemoryKind kind = rt::MemoryKind::unregistered_host;
+  int owner = -1;
+  const rt::Status e = rt::pointer_info(t.data, &kind, &owner);
+  if (e != rt::kSuccess) {
+    rt::clear_last_error();
+    fail_argument(name, "is not a pointer " + runtime +
+                            " knows (pointer attributes: " + rt::error_name(e) + ")");
+  }
+  if (kind != rt::MemoryKind::device && kind != rt::MemoryKind::managed) {
+    fail_argument(name, "must point to device memory (device allocation or managed); got " +
+                            std::string(kind == rt::MemoryKind::pinned_host ? "pinned host"
+                                                                            : "unregistered host") +
+                            " memory");
+  }
+  if (owner != device) {
+    fail_argument(name, "points to memory of " + runtime + " device " + std::to_string(owner) +
+                            ", not this rank's device " + std::to_string(device));
+  }
+}
+
+bool stream_is_capturing(rt::StreamHandle stream) {
+  bool capturing = false;
+  check(rt::stream_capturing(stream, &capturing), "stream capture status (options.stream)");
+  return capturing;
+}
+
+CheckedCall check_call(const CallSite& site, const RankBackend& backend, const core::OpCall& call,
                        const Options& options) {
   const int device = backend.device();
   check(rt::set_device(device), "set device (rank device)");
   CheckedCall out;
   out.resolved = core::resolve_options(options);
-  out.problem = call::validate_op(call, site.world_size, site.rank, backend.device_kind());
+  out.problem = core::validate_op(call, site.world_size, site.rank, backend.device_kind());
   const bool reduce_scatter = call.op == core::OpKind::matmul_reduce_scatter;
   if (reduce_scatter && options.hooks.reorder) {
     fail_argument("options.hooks.reorder",
                   std::string("not supported by fused_matmul_reduce_scatter on the ") +
                       backend.name() + " backend (its send order is fixed: core::send_order)");
   }
-  for (const auto& [name, tensor] : call::named_tensors(call)) {
+  for (const auto& [name, tensor] : core::named_tensors(call)) {
     check_on_device(name, tensor, device);
   }
 
@@ -158,6 +199,12 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
   // Nor may the group ask this rank to run another algorithm instead.
   if (options.hooks.drop) out.plan.runnable &= core::algorithm_bit(Algorithm::native);
   out.capturing = stream_is_capturing(static_cast<rt::StreamHandle>(options.stream));
+  return out;
+}
+
+CheckedCall GpuTransport::check(const core::OpCall& call, const Options& options) const {
+  CheckedCall out = check_call(site(), *backend_, call, options);
+  check_own_rules(call, out);
   return out;
 }
 

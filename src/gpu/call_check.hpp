@@ -1,9 +1,12 @@
 // The local half of a GPU call, shared by every GPU communicator (loopback
-// ranks on one GPU, NCCL ranks on many) of either runtime: argument rules,
-// device residency, the plan and its native kernel, signal pieces, capture
-// state. What the ranks must then agree on is the communicator's business.
+// ranks on one GPU, NCCL ranks on many) of either runtime, in one place: the
+// op's rules (core/validate), device residency, the device's facts and the
+// plan (core::plan) with its native kernel, signal pieces, capture state.
+// What the ranks must then agree on is the communicator's business.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,13 +15,14 @@
 #include "asynctp/options.hpp"
 #include "asynctp/tensor.hpp"
 #include "call/checked_call.hpp"
-#include "call/op_call.hpp"
+#include "core/op_call.hpp"
 #include "call/transport.hpp"
 #include "core/config.hpp"
 #include "core/planner.hpp"
 #include "core/problem.hpp"
 #include "gpu/call_spec.hpp"
 #include "gpu/rank_backend.hpp"
+#include "gpu/runtime.hpp"
 
 namespace asynctp::gpu {
 
@@ -42,7 +46,7 @@ struct CallSite {
 // Makes the backend's device current. Throws Error(invalid_argument) naming
 // the argument and its rule, or Error(unsupported) when a forced algorithm
 // cannot run.
-CheckedCall check_call(const CallSite& site, const RankBackend& backend, const call::OpCall& call,
+CheckedCall check_call(const CallSite& site, const RankBackend& backend, const core::OpCall& call,
                        const Options& options);
 
 // The device work's description of a checked call of rank checked.problem.rank:
@@ -50,7 +54,7 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
 // hooks), signal pieces and native kernel. The transport adds what is its
 // own: where the chunks come from (shards, link) and go (gathered), and the
 // epoch.
-CallSpec call_spec(const CheckedCall& checked, const call::OpCall& call, const Options& options);
+CallSpec call_spec(const CheckedCall& checked, const core::OpCall& call, const Options& options);
 
 // A transport whose ranks run on GPUs (loopback ranks on one GPU, NCCL ranks
 // on many): its local check is check_call at the site it describes, then
@@ -59,23 +63,39 @@ class GpuTransport : public call::Transport {
  public:
   DeviceKind device_kind() const noexcept final { return backend_->device_kind(); }
   bool synchronous() const noexcept final { return false; }
-  CheckedCall check(const call::OpCall& call, const Options& options) const final {
-    CheckedCall out = check_call(site(), *backend_, call, options);
-    check_own_rules(call, out);
-    return out;
-  }
+  CheckedCall check(const core::OpCall& call, const Options& options) const final;
 
  protected:
   // This rank's place in the communicator, and what it cannot do there.
   virtual CallSite site() const = 0;
   // Throws Error naming the argument and the rule this transport adds.
-  virtual void check_own_rules(const call::OpCall& call, const CheckedCall& checked) const {
+  virtual void check_own_rules(const core::OpCall& call, const CheckedCall& checked) const {
     (void)call;
     (void)checked;
   }
 
   std::unique_ptr<RankBackend> backend_;  // the rank's device, kernels and GEMMs
 };
+
+// Pieces of at least this size: smaller copies lose copy-engine efficiency.
+inline constexpr std::size_t kMinPieceBytes = 2u << 20;
+
+// The pieces a chunk of `rows` rows is split into: the largest of 4, 2, 1
+// (kMaxSignalPieces) whose pieces are at least kMinPieceBytes and hold a
+// whole number of `row_granularity` rows (the native kernel's tile
+// granularity, so a tile never straddles two pieces; 1 for the library GEMM
+// paths).
+int signal_pieces(std::int64_t rows, std::size_t chunk_bytes, std::int64_t row_granularity);
+
+// Throws Error(invalid_argument) "<name>: <rule>" unless `t` says it is on
+// `device` and the runtime agrees that t.data is device (or managed) memory
+// of that device: a host pointer would fault inside a kernel, far from the
+// mistake.
+void check_on_device(const char* name, const TensorView& t, int device);
+
+// Whether `stream` is capturing a graph; throws Error(backend) when the
+// runtime cannot tell.
+bool stream_is_capturing(rt::StreamHandle stream);
 
 // Whether the GEMM of `algorithm` has every handle it needs: a graph capture
 // cannot make one.

@@ -37,7 +37,7 @@ struct CallSpec {
   std::vector<bool> dropped;  // per chunk: never moved nor signalled (tests)
   // Each chunk moves and is signalled as this many equal row pieces (flag of
   // piece j of chunk c: c * pieces + j). Finer signals shorten the native
-  // GEMM's tail after the last byte arrives; see signal_pieces().
+  // GEMM's tail after the last byte arrives (gpu::signal_pieces chooses).
   int pieces = 1;
   // The runtime backend's native kernel for this call (RankBackend::choose);
   // empty unless plan.algorithm is native.
@@ -79,23 +79,7 @@ inline std::uint32_t chunk_word_of_piece_word(std::uint32_t piece_word, int piec
   return piece_word == 0 ? 0 : 1 + (piece_word - 1) / static_cast<std::uint32_t>(pieces);
 }
 
-// Most signal pieces per chunk (sizes the flags, release words and events).
+// Most signal pieces per chunk (sizes the flags, release words and events;
+// gpu::signal_pieces chooses a call's).
 inline constexpr int kMaxSignalPieces = 4;
-// Pieces of at least this size: smaller copies lose copy-engine efficiency.
-inline constexpr std::size_t kMinPieceBytes = 2u << 20;
-
-// The pieces a chunk of `rows` rows is split into: the largest of 4, 2, 1
-// whose pieces are at least kMinPieceBytes and hold a whole number of
-// `row_granularity` rows (the native kernel's tile granularity, so a tile
-// never straddles two pieces; 1 for the library GEMM paths).
-inline int signal_pieces(std::int64_t rows, std::size_t chunk_bytes, std::int64_t row_granularity) {
-  for (int p = kMaxSignalPieces; p > 1; p /= 2) {
-    if (rows % (row_granularity * p) == 0 &&
-        chunk_bytes / static_cast<std::size_t>(p) >= kMinPieceBytes) {
-      return p;
-    }
-  }
-  return 1;
-}
-
 }  // namespace asynctp::gpu

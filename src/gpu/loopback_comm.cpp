@@ -37,7 +37,7 @@ CallSite LoopbackComm::site() const {
   return site;
 }
 
-void LoopbackComm::check_own_rules(const call::OpCall& call, const CheckedCall& checked) const {
+void LoopbackComm::check_own_rules(const core::OpCall& call, const CheckedCall& checked) const {
   const bool pcie_peers = group_.config.link == loopback::Link::pcie && world_size() > 1;
   if (call.op == core::OpKind::matmul_reduce_scatter && checked.capturing && pcie_peers) {
     throw Error(ErrorCode::unsupported,
@@ -54,7 +54,7 @@ void LoopbackComm::check_own_rules(const call::OpCall& call, const CheckedCall& 
   }
 }
 
-CallSpec LoopbackComm::make_spec(const CheckedCall& checked, const call::OpCall& call,
+CallSpec LoopbackComm::make_spec(const CheckedCall& checked, const core::OpCall& call,
                                  const Options& options) {
   const TensorView* a_gathered_out = call.a_gathered_out;
   CallSpec spec = call_spec(checked, call, options);
@@ -76,7 +76,7 @@ std::size_t all_gather_bytes(const core::ProblemDesc& p) {
 }  // namespace
 
 void LoopbackComm::prepare_all_gather_workspace(const CheckedCall& checked,
-                                                const call::OpCall& call) {
+                                                const core::OpCall& call) {
   const std::size_t gathered_bytes = all_gather_bytes(checked.problem);
   const Link link = group_.config.link == loopback::Link::arrival ? Link::arrival : Link::pcie;
   if (checked.capturing) {
@@ -95,7 +95,7 @@ void LoopbackComm::prepare_all_gather_workspace(const CheckedCall& checked,
   prepare_gemm(*backend_, checked.plan.algorithm);
 }
 
-void LoopbackComm::prepare_every_rank(const CheckedCall& checked, const call::OpCall& call,
+void LoopbackComm::prepare_every_rank(const CheckedCall& checked, const core::OpCall& call,
                                       std::int64_t timeout_ms) {
   std::exception_ptr error;
   char& ok = group_.workspace_ok[static_cast<std::size_t>(rank_)];
@@ -122,7 +122,7 @@ void LoopbackComm::prepare_every_rank(const CheckedCall& checked, const call::Op
 }
 
 void LoopbackComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
-                         const call::CheckedCall& checked, const call::OpCall& call,
+                         const call::CheckedCall& checked, const core::OpCall& call,
                          const Options& options, std::int64_t timeout_ms) {
   RankEvents& mine_events = *group_.events[static_cast<std::size_t>(rank_)];
   mine_events.shard_ready_recorded = false;
@@ -137,13 +137,13 @@ void LoopbackComm::agree(core::CallRecord& mine, std::exception_ptr& local_error
       core::record_local_failure(mine, local_error, e.what());
     }
   }
-  call::OpCall published = call;
+  core::OpCall published = call;
   published.a_gathered_out = nullptr;  // the caller's, valid during this call only
   group_.calls[static_cast<std::size_t>(rank_)] = published;
   core::publish_and_agree(group_.barrier, group_.records, mine, rank_, timeout_ms, local_error);
 }
 
-std::uint32_t LoopbackComm::execute(const call::OpCall& call, const call::CheckedCall& checked,
+std::uint32_t LoopbackComm::execute(const core::OpCall& call, const call::CheckedCall& checked,
                                     const Options& options) {
   if (call.op == core::OpKind::matmul_reduce_scatter) {
     return execute_reduce_scatter(call, checked, options);

@@ -24,9 +24,9 @@ class LoopbackComm final : public GpuTransport {
   const char* backend_name() const noexcept override { return backend_->name(); }
 
   void agree(core::CallRecord& mine, std::exception_ptr& local_error,
-             const call::CheckedCall& checked, const call::OpCall& call, const Options& options,
+             const call::CheckedCall& checked, const core::OpCall& call, const Options& options,
              std::int64_t timeout_ms) override;
-  std::uint32_t execute(const call::OpCall& call, const call::CheckedCall& checked,
+  std::uint32_t execute(const core::OpCall& call, const call::CheckedCall& checked,
                         const Options& options) override;
   void synchronize() override;
 
@@ -37,10 +37,10 @@ class LoopbackComm final : public GpuTransport {
   CallSite site() const override;
   // The loopback models' limits: what serialized ranks and the pcie link
   // cannot run, and what a graph capture cannot hold.
-  void check_own_rules(const call::OpCall& call, const CheckedCall& checked) const override;
-  CallSpec make_spec(const CheckedCall& checked, const call::OpCall& call, const Options& options);
+  void check_own_rules(const core::OpCall& call, const CheckedCall& checked) const override;
+  CallSpec make_spec(const CheckedCall& checked, const core::OpCall& call, const Options& options);
   // fused_matmul_reduce_scatter's execute (gpu/reduce_scatter_enqueue.hpp).
-  std::uint32_t execute_reduce_scatter(const call::OpCall& call, const CheckedCall& checked,
+  std::uint32_t execute_reduce_scatter(const core::OpCall& call, const CheckedCall& checked,
                                        const Options& options);
   // Allocation can wait for the whole device, which the ranks share: a rank
   // growing its workspace after a peer enqueued a kernel that waits on a
@@ -48,9 +48,9 @@ class LoopbackComm final : public GpuTransport {
   // needs (workspace, link resources, library GEMM handles), the ranks meet,
   // and only then does any rank enqueue. Throws on every rank when one rank
   // could not (a capture that would have to allocate, an allocation failure).
-  void prepare_every_rank(const CheckedCall& checked, const call::OpCall& call,
+  void prepare_every_rank(const CheckedCall& checked, const core::OpCall& call,
                           std::int64_t timeout_ms);
-  void prepare_all_gather_workspace(const CheckedCall& checked, const call::OpCall& call);
+  void prepare_all_gather_workspace(const CheckedCall& checked, const core::OpCall& call);
   // Whether this group's reduce-scatter places the peers' partials before
   // the timed span (ReduceScatterSpec::modelled): the arrival link, and
   // ranks that run one after another, which could not ship to each other.
@@ -58,7 +58,7 @@ class LoopbackComm final : public GpuTransport {
   // Makes this rank's partial, slots and flags and publishes its receive
   // side; throws when a capture would have to allocate.
   void prepare_rs_workspace(const CheckedCall& checked);
-  ReduceScatterSpec make_rs_spec(const CheckedCall& checked, const call::OpCall& call,
+  ReduceScatterSpec make_rs_spec(const CheckedCall& checked, const core::OpCall& call,
                                  const Options& options);
 
   // Makes `stream` wait for `event` of every peer that recorded it: the

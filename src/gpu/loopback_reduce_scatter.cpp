@@ -59,7 +59,7 @@ void LoopbackComm::prepare_rs_workspace(const CheckedCall& checked) {
       res_.slots.get(), static_cast<std::uint32_t*>(res_.slot_flags.get())};
 }
 
-ReduceScatterSpec LoopbackComm::make_rs_spec(const CheckedCall& checked, const call::OpCall& call,
+ReduceScatterSpec LoopbackComm::make_rs_spec(const CheckedCall& checked, const core::OpCall& call,
                                              const Options& options) {
   ReduceScatterSpec spec;
   spec.problem = checked.problem;
@@ -71,7 +71,7 @@ ReduceScatterSpec LoopbackComm::make_rs_spec(const CheckedCall& checked, const c
   spec.a = call.a;
   spec.b = call.b;
   spec.out = call.out;
-  for (const call::OpCall& peer : group_.calls) {
+  for (const core::OpCall& peer : group_.calls) {
     spec.all_a.push_back(peer.a);
     spec.all_b.push_back(peer.b);
   }
@@ -88,7 +88,7 @@ ReduceScatterSpec LoopbackComm::make_rs_spec(const CheckedCall& checked, const c
   return spec;
 }
 
-std::uint32_t LoopbackComm::execute_reduce_scatter(const call::OpCall& call,
+std::uint32_t LoopbackComm::execute_reduce_scatter(const core::OpCall& call,
                                                    const CheckedCall& checked,
                                                    const Options& options) {
   const int world = group_.config.world_size;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "asynctp/loopback.hpp"
-#include "call/op_call.hpp"
+#include "core/op_call.hpp"
 #include "core/agreement.hpp"
 #include "core/bounded_barrier.hpp"
 #include "gpu/reduce_scatter_spec.hpp"
@@ -52,7 +52,7 @@ struct LoopbackState {
   // enqueues, since peers write into it) and whether making it succeeded,
   // and the event of its last uncaptured reduction (null: none), which the
   // peers' next shipping into its slots waits for.
-  std::vector<call::OpCall> calls;
+  std::vector<core::OpCall> calls;
   std::vector<ReceiveSide> receive;
   std::vector<char> workspace_ok;
   std::vector<rt::EventHandle> reduced;

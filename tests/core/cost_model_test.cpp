@@ -14,6 +14,7 @@
 #include "asynctp/error.hpp"
 #include "core/cost_table.hpp"
 #include "core/planner.hpp"
+#include "support/plan_inputs.hpp"
 #include "support/printers.hpp"
 
 namespace asynctp::core {
@@ -21,6 +22,12 @@ namespace {
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+std::string ms3(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
 }
 
 // cuBLAS at 500 TFLOP/s for 32768 rows, 400 at 2048 and 250 at 256 (small
@@ -50,27 +57,10 @@ gemm tile128 row 16896 128 8192 0.0708669   # 132 tiles of 128x128: one wave
 
 CostTable table() { return parse_cost_table(kTable, "test-table"); }
 
-NativeConfig config128() {
-  NativeConfig c;
-  c.name = "tile128";
-  c.m_granularity = 128;
-  c.tile_m = 128;
-  c.tile_n = 128;
-  c.grid = 132;
-  return c;
-}
+NativeConfig config128() { return test_inputs::native_config("tile128", 128, 128, 128, 1.0, 132); }
 
-ProblemDesc problem(OpKind op, int world, std::int64_t m, std::int64_t n, std::int64_t k,
-                    DType dtype = DType::bf16) {
-  ProblemDesc p;
-  p.op = op;
-  p.world_size = world;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.dtype = dtype;
-  return p;
-}
+using test_inputs::forced;
+using test_inputs::problem;
 
 BackendCaps caps(const CostTable* t, LinkFacts::Kind link, double gbps) {
   BackendCaps c;
@@ -83,13 +73,6 @@ BackendCaps caps(const CostTable* t, LinkFacts::Kind link, double gbps) {
   c.cost_table = t;
   c.link = {link, gbps};
   return c;
-}
-
-ResolvedOptions forced(Algorithm a) {
-  ResolvedOptions o;
-  o.algorithm = a;
-  o.algorithm_forced = true;
-  return o;
 }
 
 TEST(CostModel, LibraryGemmIsExactAtASampleAndBetweenItsNeighbours) {
@@ -262,6 +245,186 @@ TEST(CostModel, WithoutAModelTheRulesDecideAndSaySo) {
                  caps(&t, LinkFacts::Kind::arrival, 400), {})
                 .algorithm,
             Algorithm::decomposed);
+}
+
+// The native config by predicted time. Two configs of one grid (132 CTAs,
+// clusters of two tile rows, granularity 256): coop 128x256 and pp 128x128,
+// each measured at one full wave (132 tiles) at K = 8192 at the TFLOP/s
+// given; cuBLAS and the fixed costs as in kTable, but pipelined pays 10 us a
+// chunk. The facts' per-tile efficiencies (the rules' chooser) stay fixed,
+// so the rules pick coop 128x256 at both shapes below, whatever the table.
+std::string config_table(double coop_tflops, double pp_tflops, const char* status = "calibrated",
+                         const std::string& extra = "") {
+  const auto wave_ms = [](std::int64_t n, double tflops) {
+    return std::to_string(2.0 * 16896 * double(n) * 8192 / (tflops * 1e9));
+  };
+  std::string text = kTable;
+  text.replace(text.find("status calibrated"), 17, std::string("status ") + status);
+  text.replace(text.find("fixed all-gather-matmul pipelined 20 5"), 38,
+               "fixed all-gather-matmul pipelined 20 10");
+  return text + "gemm coop_128x256 row 16896 256 8192 " + wave_ms(256, coop_tflops) +
+         "\ngemm pp_128x128 row 16896 128 8192 " + wave_ms(128, pp_tflops) + "\n" + extra;
+}
+
+NativeConfig fact(const char* name, std::int64_t tile_n, double efficiency) {
+  NativeConfig c = config128();
+  c.name = name;
+  c.m_granularity = 256;
+  c.tile_n = tile_n;
+  c.efficiency = efficiency;
+  return c;
+}
+
+BackendCaps two_configs(const CostTable* t, double gbps) {
+  BackendCaps c = caps(t, LinkFacts::Kind::arrival, gbps);
+  c.native_configs = {fact("coop_128x256", 256, 1.00), fact("pp_128x128", 128, 0.95)};
+  return c;
+}
+
+// Transfer-bound: W = 8 chunks of 1024 x 8192 (16 MiB) at 100 GB/s, the
+// last landing ~1.2 ms in, against ~0.3 ms of GEMM: what is left is the last
+// chunk's tiles, 32 of 128x256 or 64 of 128x128, one per CTA.
+ProblemDesc transfer_bound() { return problem(OpKind::all_gather_matmul, 8, 1024, 1024, 8192); }
+constexpr double kTransferGbps = 100;
+// Compute-bound: 16384 x 8192 x 8192 at 400 GB/s: the waves decide.
+ProblemDesc compute_bound() { return problem(OpKind::all_gather_matmul, 8, 2048, 8192, 8192); }
+constexpr double kComputeGbps = 400;
+
+// The config the plan predicts native with (its kernel), and checks that it
+// is the config whose prediction is the plan's.
+std::string native_pick(const Plan& p) {
+  const Prediction* native = prediction_of(p, Algorithm::native);
+  if (native == nullptr) return "(native not predicted)";
+  if (p.algorithm == Algorithm::native) {
+    EXPECT_EQ(p.native_config, native->kernel) << p.reason;
+  }
+  return native->kernel;
+}
+
+double native_ms(const CostTable& t, const ProblemDesc& p, double gbps, const NativeConfig& c) {
+  return predict(p, Algorithm::native, t, LinkCost{gbps, 0}, &c).ms;
+}
+
+TEST(ConfigChoice, TheTailPicksSmallerTilesWhereTheLinkIsSlowAndTheWavesElsewhere) {
+  const CostTable t = parse_cost_table(config_table(500, 450), "configs.txt");
+  const BackendCaps facts = two_configs(&t, kTransferGbps);
+  // The rules' chooser scores waves only: coop 128x256 at both shapes.
+  EXPECT_EQ(choose_native_config(transfer_bound(), facts.native_configs, 132)->name,
+            "coop_128x256");
+  EXPECT_EQ(choose_native_config(compute_bound(), facts.native_configs, 132)->name, "coop_128x256");
+
+  const Plan slow = plan(transfer_bound(), facts, {});
+  EXPECT_EQ(native_pick(slow), "pp_128x128") << slow.reason;
+  // With its tail shortened native beats pipelined (with coop's tiles it
+  // does not: ForcedTilesWinOverThePrediction).
+  EXPECT_EQ(slow.algorithm, Algorithm::native) << slow.reason;
+  const double pp = native_ms(t, transfer_bound(), kTransferGbps, facts.native_configs[1]);
+  const double coop = native_ms(t, transfer_bound(), kTransferGbps, facts.native_configs[0]);
+  EXPECT_LT(pp, coop * (1 - kPredictionTie));
+  // Plan::predictions keeps native's best, and the reason names both.
+  EXPECT_DOUBLE_EQ(prediction_of(slow, Algorithm::native)->ms, pp);
+  EXPECT_TRUE(contains(slow.reason, "native config pp_128x128 predicted " + ms3(pp) +
+                                        " ms against coop_128x256 " + ms3(coop)))
+      << slow.reason;
+  // Forcing native keeps the model's config.
+  const Plan forced_native = plan(transfer_bound(), facts, forced(Algorithm::native));
+  EXPECT_EQ(forced_native.native_config, "pp_128x128") << forced_native.reason;
+  EXPECT_EQ(forced_native.tile_m, 256);
+  EXPECT_EQ(forced_native.tile_n, 128);
+  EXPECT_TRUE(contains(forced_native.reason, "native config pp_128x128 predicted"))
+      << forced_native.reason;
+
+  const Plan fast = plan(compute_bound(), two_configs(&t, kComputeGbps), {});
+  EXPECT_EQ(fast.algorithm, Algorithm::native) << fast.reason;
+  EXPECT_EQ(native_pick(fast), "coop_128x256") << fast.reason;
+  EXPECT_TRUE(contains(fast.reason, "native config coop_128x256 predicted")) << fast.reason;
+  EXPECT_TRUE(contains(fast.reason, "against pp_128x128")) << fast.reason;
+}
+
+TEST(ConfigChoice, TheTablesFiguresDecideSwappingThemSwapsThePick) {
+  // 128x128 tiles slower than 128x256 ones (200 TFLOP/s): no tail to win.
+  const CostTable slow_pp = parse_cost_table(config_table(500, 200), "slow-pp.txt");
+  EXPECT_EQ(native_pick(plan(transfer_bound(), two_configs(&slow_pp, kTransferGbps), {})),
+            "coop_128x256");
+  // The compute-bound shape with the two configs' throughputs swapped.
+  const CostTable swapped = parse_cost_table(config_table(450, 500), "swapped.txt");
+  const Plan p = plan(compute_bound(), two_configs(&swapped, kComputeGbps), {});
+  EXPECT_EQ(p.algorithm, Algorithm::native) << p.reason;
+  EXPECT_EQ(native_pick(p), "pp_128x128") << p.reason;
+}
+
+TEST(ConfigChoice, WithinTheTieMarginTheRulesPickStays) {
+  // pp 128x128 at 259 TFLOP/s: its tile ~4 % shorter than coop's, the call
+  // under 1 % shorter.
+  const CostTable t = parse_cost_table(config_table(500, 259), "tie.txt");
+  const BackendCaps facts = two_configs(&t, kTransferGbps);
+  const double pp = native_ms(t, transfer_bound(), kTransferGbps, facts.native_configs[1]);
+  const double coop = native_ms(t, transfer_bound(), kTransferGbps, facts.native_configs[0]);
+  ASSERT_LT(pp, coop);
+  ASSERT_GE(pp, coop * (1 - kPredictionTie));
+  const Plan p = plan(transfer_bound(), facts, {});
+  EXPECT_EQ(native_pick(p), "coop_128x256") << p.reason;
+  EXPECT_TRUE(contains(p.reason, "a tie, kept by wave efficiency")) << p.reason;
+}
+
+TEST(ConfigChoice, AConfigThatCannotRunIsNeverChosenThoughPredictedFastest) {
+  // A third config, 128x64 at 2000 TFLOP/s: the fastest wherever it runs.
+  const CostTable t =
+      parse_cost_table(config_table(500, 450, "calibrated",
+                                    "gemm fast_128x64 row 16896 64 8192 " +
+                                        std::to_string(2.0 * 16896 * 64 * 8192 / 2e12) + "\n"),
+                       "three.txt");
+  const auto with_fast = [&](void (*limit)(NativeConfig&)) {
+    BackendCaps c = two_configs(&t, kTransferGbps);
+    c.native_configs.push_back(fact("fast_128x64", 64, 0.5));
+    limit(c.native_configs.back());
+    return native_pick(plan(transfer_bound(), c, {}));
+  };
+  EXPECT_EQ(with_fast([](NativeConfig&) {}), "fast_128x64");
+  EXPECT_EQ(with_fast([](NativeConfig& c) { c.refusal = "not built for this B layout"; }),
+            "pp_128x128");
+  EXPECT_EQ(with_fast([](NativeConfig& c) { c.grid = 0; }), "pp_128x128");
+  EXPECT_EQ(with_fast([](NativeConfig& c) { c.max_m = 4096; }), "pp_128x128");  // M is 8192
+  // m per rank 1024 is not a multiple of 2048 rows: a tile would straddle chunks.
+  EXPECT_EQ(with_fast([](NativeConfig& c) { c.m_granularity = 2048; }), "pp_128x128");
+  // Where no config can run (fp16), native is unavailable, as without a model.
+  ProblemDesc fp16 = transfer_bound();
+  fp16.dtype = DType::fp16;
+  const Plan none = plan(fp16, two_configs(&t, kTransferGbps), {});
+  EXPECT_EQ(prediction_of(none, Algorithm::native), nullptr);
+  EXPECT_TRUE(contains(none.reason, "native unavailable")) << none.reason;
+}
+
+TEST(ConfigChoice, WithoutACalibratedTableTheRulesPickTheConfig) {
+  const CostTable seeded = parse_cost_table(config_table(500, 450, "seeded"), "seeded-configs.txt");
+  const BackendCaps facts = two_configs(&seeded, kTransferGbps);
+  const std::string rules = choose_native_config(transfer_bound(), facts.native_configs, 132)->name;
+  ASSERT_EQ(rules, "coop_128x256");
+  // Seeded: the predictions are shown with the rules' config.
+  const Plan shown = plan(transfer_bound(), facts, {});
+  EXPECT_EQ(native_pick(shown), rules) << shown.reason;
+  EXPECT_FALSE(contains(shown.reason, "native config")) << shown.reason;
+  // No table at all: the rules plan native with the rules' config.
+  const Plan none = plan(transfer_bound(), two_configs(nullptr, kTransferGbps), {});
+  EXPECT_EQ(none.algorithm, Algorithm::native) << none.reason;
+  EXPECT_EQ(none.native_config, rules);
+  EXPECT_EQ(plan(transfer_bound(), facts, forced(Algorithm::native)).native_config, rules);
+}
+
+TEST(ConfigChoice, ForcedTilesWinOverThePrediction) {
+  const CostTable t = parse_cost_table(config_table(500, 450), "configs.txt");
+  ResolvedOptions wide;
+  wide.tile_m = 256;
+  wide.tile_n = 256;
+  const Plan p = plan(transfer_bound(), two_configs(&t, kTransferGbps), wide);
+  EXPECT_EQ(native_pick(p), "coop_128x256") << p.reason;
+  EXPECT_FALSE(contains(p.reason, "native config")) << p.reason;
+  // Native with coop's longer tail is predicted slower than pipelined.
+  EXPECT_EQ(p.algorithm, Algorithm::pipelined) << p.reason;
+  ResolvedOptions narrow;
+  narrow.tile_n = 128;
+  EXPECT_EQ(native_pick(plan(compute_bound(), two_configs(&t, kComputeGbps), narrow)),
+            "pp_128x128");
 }
 
 void expect_parse_error(const std::string& text, const std::string& part) {

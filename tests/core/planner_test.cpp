@@ -10,6 +10,7 @@
 #include <string>
 
 #include "asynctp/error.hpp"
+#include "support/plan_inputs.hpp"
 #include "support/printers.hpp"
 
 namespace asynctp::core {
@@ -25,24 +26,8 @@ BackendCaps caps() {
   return c;
 }
 
-ProblemDesc problem(int world, std::int64_t m, std::int64_t n, std::int64_t k,
-                    DType dtype = DType::bf16) {
-  ProblemDesc p;
-  p.world_size = world;
-  p.rank = 0;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.dtype = dtype;
-  return p;
-}
-
-ResolvedOptions forced(Algorithm a) {
-  ResolvedOptions o;
-  o.algorithm = a;
-  o.algorithm_forced = a != Algorithm::automatic;
-  return o;
-}
+using test_inputs::forced;
+using test_inputs::problem;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -281,17 +266,7 @@ TEST(Planner, WithoutALibraryGemmOnlyNativeRuns) {
 // The facts a GPU backend reports (its native configs, SMs, hardware
 // queues) and a transport's peer access: every decision from them is made
 // by core::plan.
-NativeConfig config(const char* name, std::int64_t gran, std::int64_t tile_m, std::int64_t tile_n,
-                    double efficiency, int grid) {
-  NativeConfig c;
-  c.name = name;
-  c.m_granularity = gran;
-  c.tile_m = tile_m;
-  c.tile_n = tile_n;
-  c.efficiency = efficiency;
-  c.grid = grid;
-  return c;
-}
+const auto config = test_inputs::native_config;
 
 BackendCaps gpu_facts() {
   BackendCaps c = caps();

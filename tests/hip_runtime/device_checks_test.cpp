@@ -1,14 +1,13 @@
-// The shared argument checks (gpu/device_checks) built against HIP: a tensor
+// The GPU call's residency check (gpu/call_check) built against HIP: a tensor
 // that says it lives on another device, or whose pointer is host memory, is
 // refused with Error(invalid_argument) naming the argument, in HIP's terms.
-#include "gpu/device_checks.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "asynctp/error.hpp"
+#include "gpu/call_check.hpp"
 
 namespace asynctp {
 namespace {

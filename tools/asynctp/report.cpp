@@ -37,19 +37,39 @@ struct OpFacts {
   // where the check is elementwise, against a bound computed from the inputs.
   std::optional<double> tolerance;
   double peer_elements;  // elements each rank receives from its W - 1 peers
+  // What the serialized loopback links model (bench's header); the arrival
+  // line takes the link's GB/s.
+  const char* pcie_model;
+  const char* arrival_model;
 };
 
 OpFacts facts_of(const Args& a) {
   const auto peer_rows = static_cast<double>(a.m_global - a.m_per_rank());
   switch (a.op) {
     case Op::all_gather_matmul:
-      return {"fused all-gather + matmul, C = allgather(A) @ B", "", ", gathered A bitwise equal",
-              verify::tolerance(a.dtype), peer_rows * static_cast<double>(a.k)};
+      return {"fused all-gather + matmul, C = allgather(A) @ B",
+              "",
+              ", gathered A bitwise equal",
+              verify::tolerance(a.dtype),
+              peer_rows * static_cast<double>(a.k),
+              "each peer chunk goes device -> pinned host -> device on copy engines (real PCIe "
+              "transfers)",
+              "peer chunks are placed before the GEMM starts; chunk i's signal is released no "
+              "earlier than (i + 1) * chunk bytes / %g GB/s"};
     case Op::matmul_reduce_scatter:
-      return {"fused matmul + reduce-scatter, out_r = rows r of sum_s A_s @ B_s", " per rank", "",
-              std::nullopt, peer_rows * static_cast<double>(a.n)};
+      return {"fused matmul + reduce-scatter, out_r = rows r of sum_s A_s @ B_s",
+              " per rank",
+              "",
+              std::nullopt,
+              peer_rows * static_cast<double>(a.n),
+              "the peers' partials of this rank's rows are computed before the span; each goes "
+              "device -> pinned host -> device on this rank's copy engines once its own chunk of "
+              "the same ring step is computed, when the peer's would ship (real PCIe transfers)",
+              "the peers' partials of this rank's rows are placed before the GEMM starts; slot i "
+              "is ready one transfer (chunk bytes / %g GB/s) after this rank's own chunk of ring "
+              "step i"};
   }
-  return {"unknown op", "", "", std::nullopt, 0};
+  return {"unknown op", "", "", std::nullopt, 0, "", "%g"};
 }
 
 // Figures derived from the rows: speedups compare with decomposed over the
@@ -199,17 +219,14 @@ std::string bench_header(const Report& r) {
       format("device %d: %s; %d ranks (loopback links: virtual ranks on this GPU, serialized)",
              r.args.device_or_default(), r.device_name.c_str(), r.args.world_size));
   for (LinkChoice link : r.args.links) {
-    out += link == LinkChoice::pcie
-               ? "# link pcie: each peer chunk goes device -> pinned host -> device on copy "
-                 "engines (real PCIe transfers)\n"
-           : link == LinkChoice::nccl
-               ? "# link nccl: real GPUs, rank r on GPU r, one process; native and pipelined pull "
-                 "peer chunks from NCCL symmetric memory, decomposed is ncclAllGather + cuBLAS; "
-                 "time = the slowest rank's span, ranks released together\n"
-               : format(
-                     "# link arrival: peer chunks are placed before the GEMM starts; chunk i's "
-                     "signal is released no earlier than (i + 1) * chunk bytes / %g GB/s\n",
-                     r.args.link_gbps_or_default());
+    const OpFacts op = facts_of(r.args);
+    out +=
+        link == LinkChoice::pcie ? std::string("# link pcie: ") + op.pcie_model + "\n"
+        : link == LinkChoice::nccl
+            ? "# link nccl: real GPUs, rank r on GPU r, one process; native and pipelined pull "
+              "peer chunks from NCCL symmetric memory, decomposed is ncclAllGather + cuBLAS; "
+              "time = the slowest rank's span, ranks released together\n"
+            : "# link arrival: " + format(op.arrival_model, r.args.link_gbps_or_default()) + "\n";
   }
   return out +
          "# time: per rank, median over rounds; a round times one iteration of each algorithm,\n"
@@ -437,10 +454,10 @@ std::string predicted_footer(const Report& r) {
   std::string out;
   for (const Row& row : r.rows) {
     if (!row.available || row.predicted_ms <= 0) continue;
-    out += format("%s %s %.3f ms, measured %.3f (predicted / measured %.2f)",
-                  out.empty() ? "# predicted (cost model):" : ";", row.label.c_str(),
-                  row.predicted_ms, row.median_ms,
-                  row.median_ms > 0 ? row.predicted_ms / row.median_ms : 0.0);
+    out +=
+        format("%s %s %.3f ms, measured %.3f (predicted / measured %.2f)",
+               out.empty() ? "# predicted (cost model):" : ";", row.label.c_str(), row.predicted_ms,
+               row.median_ms, row.median_ms > 0 ? row.predicted_ms / row.median_ms : 0.0);
   }
   return out.empty() ? "# predicted (cost model): none (the planner's reason says why)\n"
                      : out + "\n";

@@ -256,7 +256,7 @@ std::vector<core::CallRecord> NcclComm::exchange(const core::CallRecord& mine,
 // one stream; the host then waits for that stream (bounded), which is why
 // this happens once per distinct call only.
 void NcclComm::agree(core::CallRecord& mine, std::exception_ptr& local_error,
-                     const call::CheckedCall& checked, const call::OpCall&, const Options& options,
+                     const call::CheckedCall& checked, const core::OpCall&, const Options& options,
                      std::int64_t timeout_ms) {
   const auto stream = static_cast<rt::StreamHandle>(options.stream);
   // The call as this rank planned it; a call agreed before runs the plan the
@@ -348,7 +348,7 @@ void NcclComm::grow_workspace(std::size_t gathered_bytes, rt::StreamHandle strea
   }
 }
 
-std::uint32_t NcclComm::execute(const call::OpCall& call, const call::CheckedCall& checked,
+std::uint32_t NcclComm::execute(const core::OpCall& call, const call::CheckedCall& checked,
                                 const Options& options) {
   if (call.op == core::OpKind::matmul_reduce_scatter) {
     return execute_reduce_scatter(call, checked, options);
@@ -443,7 +443,7 @@ NcclCallContext NcclComm::call_context(std::int64_t timeout_ms) {
   return context;
 }
 
-std::uint32_t NcclComm::execute_reduce_scatter(const call::OpCall& call,
+std::uint32_t NcclComm::execute_reduce_scatter(const core::OpCall& call,
                                                const call::CheckedCall& checked,
                                                const Options& options) {
   const std::int64_t timeout_ms = checked.resolved.wait_timeout_ms;

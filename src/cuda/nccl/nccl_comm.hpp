@@ -47,9 +47,9 @@ class NcclComm final : public gpu::GpuTransport {
 
   void check_usable() const override;
   void agree(core::CallRecord& mine, std::exception_ptr& local_error,
-             const call::CheckedCall& checked, const call::OpCall& call, const Options& options,
+             const call::CheckedCall& checked, const core::OpCall& call, const Options& options,
              std::int64_t timeout_ms) override;
-  std::uint32_t execute(const call::OpCall& call, const call::CheckedCall& checked,
+  std::uint32_t execute(const core::OpCall& call, const call::CheckedCall& checked,
                         const Options& options) override;
   void synchronize() override;
 
@@ -87,7 +87,7 @@ class NcclComm final : public gpu::GpuTransport {
   // the workspace, the barrier, the backend.
   NcclCallContext call_context(std::int64_t timeout_ms);
   // fused_matmul_reduce_scatter (enqueue_nccl_reduce_scatter.hpp).
-  std::uint32_t execute_reduce_scatter(const call::OpCall& call, const call::CheckedCall& checked,
+  std::uint32_t execute_reduce_scatter(const core::OpCall& call, const call::CheckedCall& checked,
                                        const Options& options);
 
   ncclComm_t comm_;
