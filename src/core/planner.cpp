@@ -1,11 +1,11 @@
 #include "core/planner.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 #include <utility>
 
 #include "asynctp/error.hpp"
+#include "core/planner_model.hpp"
 #include "core/validate.hpp"
 
 namespace asynctp::core {
@@ -78,32 +78,6 @@ struct Derived {
 
 Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOptions& options);
 
-// The cost model as the facts allow it: the table and the link's figures,
-// or why there is none.
-struct Model {
-  const CostTable* table = nullptr;
-  LinkCost link;
-  std::string unusable;  // set when the model cannot predict here
-};
-
-Model model_of(const BackendCaps& caps) {
-  Model model;
-  if (!caps.cost_table) {
-    model.unusable =
-        caps.no_cost_table.empty() ? "the backend reports no cost table" : caps.no_cost_table;
-    return model;
-  }
-  std::string why;
-  const std::optional<LinkCost> link = resolve_link(*caps.cost_table, caps.link, &why);
-  if (!link) {
-    model.unusable = why;
-    return model;
-  }
-  model.table = caps.cost_table;
-  model.link = *link;
-  return model;
-}
-
 // The native kernel the model predicts with: the planned config, or where
 // the backend lists none (any tile runs, as on the CPU) the default tile.
 NativeConfig model_config(const Derived& d, std::int64_t tile_m, std::int64_t tile_n) {
@@ -114,73 +88,6 @@ NativeConfig model_config(const Derived& d, std::int64_t tile_m, std::int64_t ti
   c.tile_m = tile_m;
   c.tile_n = tile_n;
   return c;
-}
-
-std::string fmt_ms(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", v);
-  return buf;
-}
-
-// Where the cost model decides (auto's algorithm, and the native config
-// under auto or forced native): a calibrated table with a link figure, and
-// more than one rank. A seeded table is only shown (cost_table.hpp).
-bool model_decides(const Model& model, const ProblemDesc& problem) {
-  return model.table && model.table->calibrated && problem.world_size > 1;
-}
-
-struct ConfigChoice {
-  const NativeConfig* config = nullptr;
-  std::string why;  // for the plan's reason
-};
-
-// Of `configs`, those that can run `problem` (offered as to the rules'
-// chooser, and nothing blocks native with their tile M), the one of least
-// predicted time. The model runs the persistent grid over the chunks'
-// arrivals, so a config of smaller tiles, whose waves fill the GPU worse,
-// wins where the last chunk's tiles (each a whole K loop on one SM) are what
-// is left after the link: the tail. Within kPredictionTie of the least, the
-// rules' pick `rules_pick` stays, as between algorithms: a difference that
-// small is not one to leave the measured rule for.
-// No config: nothing can run, and the rules' pick says why.
-ConfigChoice fastest_config(const ProblemDesc& problem, const BackendCaps& caps,
-                            const std::vector<NativeConfig>& configs, const Model& model,
-                            const NativeConfig* rules_pick) {
-  struct Candidate {
-    const NativeConfig* config;
-    double ms;
-  };
-  std::vector<Candidate> candidates;
-  for (const NativeConfig& c : configs) {
-    if (!offered(c, problem) || native_blocker(problem, caps, c.m_granularity, c.tile_n)) continue;
-    candidates.push_back({&c, predict(problem, Algorithm::native, *model.table, model.link, &c).ms});
-  }
-  if (candidates.empty()) return {};
-  const Candidate* least = &candidates.front();
-  for (const Candidate& c : candidates) {
-    if (c.ms < least->ms) least = &c;
-  }
-  const Candidate* chosen = least;
-  for (const Candidate& c : candidates) {
-    if (c.config == rules_pick && least->ms >= c.ms * (1.0 - kPredictionTie)) chosen = &c;
-  }
-  const Candidate* runner_up = nullptr;
-  for (const Candidate& c : candidates) {
-    if (&c != chosen && (!runner_up || c.ms < runner_up->ms)) runner_up = &c;
-  }
-  ConfigChoice out{chosen->config, "native config " + chosen->config->name + " predicted " +
-                                       fmt_ms(chosen->ms) + " ms"};
-  if (!runner_up) {
-    out.why += ", the only config that can run this shape";
-  } else if (chosen != least) {
-    out.why += ", within " + num(std::int64_t(kPredictionTie * 100)) + " % of " +
-               runner_up->config->name + "'s " + fmt_ms(runner_up->ms) +
-               " ms: a tie, kept by wave efficiency";
-  } else {
-    out.why += " against " + runner_up->config->name + " " + fmt_ms(runner_up->ms) +
-               " ms, the next fastest config (the last chunk's tail included)";
-  }
-  return out;
 }
 
 // Turns the reported facts into the capabilities plan() decides from: the
@@ -227,9 +134,12 @@ Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
     // The rules' pick (wave efficiency), replaced by the cost model's
     // fastest config where the model decides.
     config = choose_native_config(problem, configs, facts.sm_count);
-    const Model model = model_of(facts);
-    if (model_decides(model, problem)) {
-      ConfigChoice choice = fastest_config(problem, caps, configs, model, config);
+    const PlanModel model = plan_model(facts);
+    if (model.decides(problem)) {
+      const auto can_run = [&](const NativeConfig& c) {
+        return offered(c, problem) && !native_blocker(problem, caps, c.m_granularity, c.tile_n);
+      };
+      ConfigChoice choice = fastest_native_config(problem, configs, model, config, can_run);
       if (choice.config) {
         config = choice.config;
         d.config_choice = std::move(choice.why);
@@ -331,7 +241,7 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& facts, const ResolvedOp
   Plan result = decide(problem, derived, options);
   if (options.algorithm != Algorithm::automatic && result.predictions.empty()) {
     // A forced algorithm's prediction, for whoever compares it with a run.
-    const Model model = model_of(derived.caps);
+    const PlanModel model = plan_model(derived.caps);
     if (model.table) {
       const NativeConfig config = model_config(derived, result.tile_m ? result.tile_m : 1,
                                                result.tile_n ? result.tile_n : 1);
@@ -366,18 +276,13 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& facts, const ResolvedOp
 namespace {
 
 template <typename NativePlan>
-Plan least_predicted(const ProblemDesc& problem, const Derived& derived, const Model& model,
+Plan least_predicted(const ProblemDesc& problem, const Derived& derived, const PlanModel& model,
                      const std::optional<std::string>& blocker, std::int64_t tile_m,
                      std::int64_t tile_n, const NativePlan& native_plan);
 template <typename NativePlan>
 Plan by_rules(const ProblemDesc& problem, const BackendCaps& caps,
               const std::optional<std::string>& blocker, const std::string& native_fits,
               const NativePlan& native_plan);
-std::vector<Prediction> predict_candidates(const ProblemDesc& problem, const Derived& derived,
-                                           const Model& model,
-                                           const std::optional<std::string>& blocker,
-                                           std::int64_t tile_m, std::int64_t tile_n);
-std::string list_predictions(const std::vector<Prediction>& predictions, const Prediction* skip);
 
 // The algorithm from the derived capabilities: forced, or the first that
 // holds of no library GEMM, nothing can overlap, one rank; then the least
@@ -446,8 +351,8 @@ Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOp
                       w.native_extra + " to the same GEMM)");
     return result;
   }
-  const Model model = model_of(caps);
-  if (model_decides(model, problem)) {
+  const PlanModel model = plan_model(caps);
+  if (model.decides(problem)) {
     return least_predicted(problem, derived, model, blocker, tile_m, tile_n, native_plan);
   }
   // No calibrated cost model here: the rules decide, and the reason says so.
@@ -457,7 +362,8 @@ Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOp
   } else {
     // A seeded table's predictions are shown, not followed: the rules were
     // measured on the device, its figures not in one run (cost_table.hpp).
-    result.predictions = predict_candidates(problem, derived, model, blocker, tile_m, tile_n);
+    const NativeConfig native = model_config(derived, tile_m, tile_n);
+    result.predictions = predict_candidates(problem, model, blocker ? nullptr : &native);
     result.reason += " [rules: the cost table " + model.table->origin +
                      " is seeded, not calibrated; it predicts " +
                      list_predictions(result.predictions, nullptr) + "]";
@@ -465,41 +371,16 @@ Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOp
   return result;
 }
 
-// Auto where the cost model applies: of the algorithms that can run here
-// (decomposed; pipelined; native where nothing blocks it), the least
-// predicted time, ties (kPredictionTie) going to the less ambitious one.
-// Every algorithm that can run here (decomposed; pipelined; native where
-// nothing blocks it), predicted.
-std::vector<Prediction> predict_candidates(const ProblemDesc& problem, const Derived& derived,
-                                           const Model& model,
-                                           const std::optional<std::string>& blocker,
-                                           std::int64_t tile_m, std::int64_t tile_n) {
-  std::vector<Prediction> candidates;
-  candidates.push_back(predict(problem, Algorithm::decomposed, *model.table, model.link, nullptr));
-  candidates.push_back(predict(problem, Algorithm::pipelined, *model.table, model.link, nullptr));
-  if (!blocker) {
-    const NativeConfig config = model_config(derived, tile_m, tile_n);
-    candidates.push_back(predict(problem, Algorithm::native, *model.table, model.link, &config));
-  }
-  return candidates;
-}
-
-// "algorithm ms, ..." for every prediction but `skip`.
-std::string list_predictions(const std::vector<Prediction>& predictions, const Prediction* skip) {
-  std::string out;
-  for (const Prediction& c : predictions) {
-    if (&c == skip) continue;
-    out += std::string(out.empty() ? "" : ", ") + to_string(c.algorithm) + " " + fmt_ms(c.ms);
-  }
-  return out;
-}
-
+// Auto where the cost model decides: of the algorithms that can run here,
+// the least predicted time, ties (kPredictionTie) going to the less
+// ambitious one.
 template <typename NativePlan>
-Plan least_predicted(const ProblemDesc& problem, const Derived& derived, const Model& model,
+Plan least_predicted(const ProblemDesc& problem, const Derived& derived, const PlanModel& model,
                      const std::optional<std::string>& blocker, std::int64_t tile_m,
                      std::int64_t tile_n, const NativePlan& native_plan) {
+  const NativeConfig native = model_config(derived, tile_m, tile_n);
   std::vector<Prediction> candidates =
-      predict_candidates(problem, derived, model, blocker, tile_m, tile_n);
+      predict_candidates(problem, model, blocker ? nullptr : &native);
   const Prediction* best = &candidates.front();
   for (const Prediction& c : candidates) {
     if (c.ms < best->ms * (1.0 - kPredictionTie)) best = &c;
@@ -507,7 +388,8 @@ Plan least_predicted(const ProblemDesc& problem, const Derived& derived, const M
   const std::string others = list_predictions(candidates, best);
   std::string reason = "least predicted time: " + describe(*best) + " against " + others +
                        " (cost table " + model.table->origin + ", link " +
-                       to_string(derived.caps.link.kind) + " " + fmt_ms(model.link.gbps) + " GB/s)";
+                       to_string(derived.caps.link.kind) + " " + format_ms(model.link.gbps) +
+                       " GB/s)";
   if (blocker) reason += "; native unavailable (" + *blocker + ")";
   Plan result = best->algorithm == Algorithm::native
                     ? native_plan(std::move(reason))
