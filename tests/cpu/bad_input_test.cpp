@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "asynctp/asynctp.hpp"
+#include "support/bad_input_scenario.hpp"
 #include "support/collective.hpp"
 #include "support/host_tensor.hpp"
 #include "support/seed.hpp"
@@ -24,66 +25,41 @@ using asynctp_test::Seed;
 
 constexpr int kWorld = 4;
 
-// Per-rank buffers whose shapes each test may bend for one rank. Outputs are
-// filled with a sentinel byte pattern and inputs are random; afterwards every
-// buffer on every rank must be byte-for-byte what it was.
+// Per-rank buffers whose shapes each test may bend for one rank (the views
+// are cut from tensors with room to spare, so bent views stay inside).
 struct RankBuffers {
   std::int64_t m = 32, n = 24, k = 16;
   DType dtype = DType::bf16;
   HostTensor a, b, c, g;
-  std::vector<unsigned char> a0, b0, c0, g0;
+  asynctp_test::GuardedTensors guard;
 
   void allocate(std::mt19937_64& rng) {
     a = HostTensor(dtype, m, k);
     b = HostTensor(dtype, k, n);
-    // Sized for the largest shape a test asks for, so bent views stay inside.
     c = HostTensor(dtype, kWorld * (m + 8), n + 8);
     g = HostTensor(dtype, kWorld * (m + 8), k + 8);
     a.fill_normal(rng);
     b.fill_normal(rng);
     c.fill_bytes(0xa5);
     g.fill_bytes(0x5a);
-    a0 = a.snapshot();
-    b0 = b.snapshot();
-    c0 = c.snapshot();
-    g0 = g.snapshot();
+    guard.clear();
+    for (const HostTensor* t : {&a, &b, &c, &g}) guard.keep(*t);
   }
-  TensorView c_view() const {
-    return TensorView::row_major(c.view().data, dtype, kWorld * m, n);
-  }
-  TensorView g_view() const {
-    return TensorView::row_major(g.view().data, dtype, kWorld * m, k);
-  }
-  bool untouched() const {
-    return a.equals(a0) && b.equals(b0) && c.equals(c0) && g.equals(g0);
-  }
+  TensorView c_view() const { return TensorView::row_major(c.view().data, dtype, kWorld * m, n); }
+  TensorView g_view() const { return TensorView::row_major(g.view().data, dtype, kWorld * m, k); }
 };
 
-struct Scenario {
-  std::vector<RankBuffers> ranks = std::vector<RankBuffers>(kWorld);
-  std::vector<Options> options = std::vector<Options>(kWorld);
+struct Scenario : asynctp_test::BadInputScenario<RankBuffers> {
+  Scenario() : BadInputScenario(kWorld) {}
   // Lets a test bend one rank's call (views or options) after allocation.
   std::function<void(int rank, TensorView& a, TensorView& b, TensorView& c, TensorView& g)> bend;
 
-  Scenario() {
-    for (Options& o : options) o.wait_timeout_ms = 5'000;
-  }
-
   std::vector<Outcome> run(cpu::Group& group, std::mt19937_64& rng) {
-    for (RankBuffers& r : ranks) r.allocate(rng);
-    return asynctp_test::run_collective(group, [&](Comm& comm) {
-      const int r = comm.rank();
-      const RankBuffers& buf = ranks[static_cast<std::size_t>(r)];
+    return BadInputScenario::run(group, rng, [&](Comm& comm, const RankBuffers& buf, Options& o) {
       TensorView a = buf.a.view(), b = buf.b.view(), c = buf.c_view(), g = buf.g_view();
-      if (bend) bend(r, a, b, c, g);
-      return fused_all_gather_matmul(comm, a, b, c, &g, options[static_cast<std::size_t>(r)]);
+      if (bend) bend(comm.rank(), a, b, c, g);
+      return fused_all_gather_matmul(comm, a, b, c, &g, o);
     });
-  }
-  void expect_everything_untouched() const {
-    for (int r = 0; r < kWorld; ++r) {
-      EXPECT_TRUE(ranks[static_cast<std::size_t>(r)].untouched())
-          << "rank " << r << "'s buffers changed although the call was rejected";
-    }
   }
 };
 
@@ -103,8 +79,8 @@ TEST(BadInput, OneRankWithAWrongOutputShapeFailsEveryRankAndWritesNothing) {
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
   cpu::Group group({kWorld, 2});
-  for (Algorithm algorithm : {Algorithm::automatic, Algorithm::native, Algorithm::pipelined,
-                              Algorithm::decomposed}) {
+  for (Algorithm algorithm :
+       {Algorithm::automatic, Algorithm::native, Algorithm::pipelined, Algorithm::decomposed}) {
     SCOPED_TRACE(to_string(algorithm));
     Scenario s;
     for (Options& o : s.options) {
@@ -141,21 +117,27 @@ TEST(BadInput, EachKindOfBadArgumentOnOneRank) {
     const char* phrase;
     Bend bend;
   } cases[] = {
-      {"a_shard", "must not be null", [](auto& a, auto&, auto&, auto&, auto&) { a.data = nullptr; }},
+      {"a_shard", "must not be null",
+       [](auto& a, auto&, auto&, auto&, auto&) { a.data = nullptr; }},
       {"b", "rows must equal a_shard's columns",
-       [](auto&, auto& b, auto&, auto&, auto&) { b = TensorView::row_major(b.data, b.dtype, b.rows - 8, b.cols); }},
-      {"c_out", "dtype must equal", [](auto&, auto&, auto& c, auto&, auto&) { c.dtype = DType::fp16; }},
+       [](auto&, auto& b, auto&, auto&, auto&) {
+         b = TensorView::row_major(b.data, b.dtype, b.rows - 8, b.cols);
+       }},
+      {"c_out", "dtype must equal",
+       [](auto&, auto&, auto& c, auto&, auto&) { c.dtype = DType::fp16; }},
       {"a_gathered_out", "16-byte aligned",
        [](auto&, auto&, auto&, auto& g, auto&) { g.data = static_cast<char*>(g.data) + 2; }},
       {"a_gathered_out", "must not overlap c_out",
        [](auto&, auto&, auto& c, auto& g, auto&) { g.data = c.data; }},
       {"options.wait_timeout_ms", "positive integer",
        [](auto&, auto&, auto&, auto&, auto& o) { o.wait_timeout_ms = -1; }},
-      {"options.tile_m", "multiple of 8", [](auto&, auto&, auto&, auto&, auto& o) { o.tile_m = 12; }},
+      {"options.tile_m", "multiple of 8",
+       [](auto&, auto&, auto&, auto&, auto& o) { o.tile_m = 12; }},
   };
   for (const auto& c : cases) {
     for (int bad_rank : {0, kWorld - 1}) {
-      SCOPED_TRACE(std::string(c.argument) + " (" + c.phrase + ") on rank " + std::to_string(bad_rank));
+      SCOPED_TRACE(std::string(c.argument) + " (" + c.phrase + ") on rank " +
+                   std::to_string(bad_rank));
       Scenario s;
       s.bend = [&](int rank, TensorView& a, TensorView& b, TensorView& cv, TensorView& g) {
         if (rank == bad_rank) c.bend(a, b, cv, g, s.options[static_cast<std::size_t>(rank)]);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "asynctp/asynctp.hpp"
+#include "support/bad_input_scenario.hpp"
 #include "support/collective.hpp"
 #include "support/host_tensor.hpp"
 #include "support/seed.hpp"
@@ -26,13 +27,12 @@ using asynctp_test::Seed;
 constexpr int kWorld = 4;
 
 // One rank's buffers, sized so a test may bend the views without leaving
-// them. Inputs random, out a sentinel pattern; all must be unchanged after a
-// rejected call.
+// them.
 struct RankBuffers {
   std::int64_t rows = 64, n = 24, k = 16;  // M = 64: 16 rows per rank
   DType dtype = DType::bf16;
   HostTensor a, b, out;
-  std::vector<unsigned char> a0, b0, out0;
+  asynctp_test::GuardedTensors guard;
 
   void allocate(std::mt19937_64& rng) {
     a = HostTensor(dtype, rows + 8, k + 8);
@@ -41,43 +41,26 @@ struct RankBuffers {
     a.fill_normal(rng);
     b.fill_normal(rng);
     out.fill_bytes(0xa5);
-    a0 = a.snapshot();
-    b0 = b.snapshot();
-    out0 = out.snapshot();
+    guard.clear();
+    for (const HostTensor* t : {&a, &b, &out}) guard.keep(*t);
   }
   TensorView a_view() const { return TensorView::row_major(a.view().data, dtype, rows, k); }
   TensorView b_view() const { return TensorView::row_major(b.view().data, dtype, k, n); }
   TensorView out_view() const {
     return TensorView::row_major(out.view().data, dtype, rows / kWorld, n);
   }
-  bool untouched() const { return a.equals(a0) && b.equals(b0) && out.equals(out0); }
 };
 
-struct Scenario {
-  std::vector<RankBuffers> ranks = std::vector<RankBuffers>(kWorld);
-  std::vector<Options> options = std::vector<Options>(kWorld);
+struct Scenario : asynctp_test::BadInputScenario<RankBuffers> {
+  Scenario() : BadInputScenario(kWorld) {}
   std::function<void(int rank, TensorView& a, TensorView& b, TensorView& out, Options& o)> bend;
 
-  Scenario() {
-    for (Options& o : options) o.wait_timeout_ms = 5'000;
-  }
-
   std::vector<Outcome> run(cpu::Group& group, std::mt19937_64& rng) {
-    for (RankBuffers& r : ranks) r.allocate(rng);
-    return asynctp_test::run_collective(group, [&](Comm& comm) {
-      const int r = comm.rank();
-      const RankBuffers& buf = ranks[static_cast<std::size_t>(r)];
+    return BadInputScenario::run(group, rng, [&](Comm& comm, const RankBuffers& buf, Options& o) {
       TensorView a = buf.a_view(), b = buf.b_view(), out = buf.out_view();
-      Options& o = options[static_cast<std::size_t>(r)];
-      if (bend) bend(r, a, b, out, o);
+      if (bend) bend(comm.rank(), a, b, out, o);
       return fused_matmul_reduce_scatter(comm, a, b, out, o);
     });
-  }
-  void expect_everything_untouched() const {
-    for (int r = 0; r < kWorld; ++r) {
-      EXPECT_TRUE(ranks[static_cast<std::size_t>(r)].untouched())
-          << "rank " << r << "'s buffers changed although the call was rejected";
-    }
   }
 };
 
