@@ -73,6 +73,12 @@ struct CallSpec {
   }
 };
 
+// Bytes of the gathered A of an all-gather + matmul: every rank's m x k chunk.
+inline std::size_t gathered_bytes(const core::ProblemDesc& p) {
+  return static_cast<std::size_t>(p.m * p.k) * element_size(p.dtype) *
+         static_cast<std::size_t>(p.world_size);
+}
+
 // The chunk (= rank) a kernel's error word names: the kernel counts signal
 // pieces from 1 (0 = no timeout); the answer counts chunks the same way.
 inline std::uint32_t chunk_word_of_piece_word(std::uint32_t piece_word, int pieces) {

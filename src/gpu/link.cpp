@@ -23,9 +23,7 @@ bool link_ready(Link link, std::size_t bytes, const RankResources& res) {
 
 void enqueue_pcie_link(const CallSpec& call, RankResources& res) {
   const std::size_t bytes = call.piece_bytes();
-  const std::size_t shipped =
-      call.chunk_bytes() * static_cast<std::size_t>(call.problem.world_size);
-  prepare_link(Link::pcie, call.problem.world_size, shipped, res);
+  prepare_link(Link::pcie, call.problem.world_size, gathered_bytes(call.problem), res);
   char* bounce = static_cast<char*>(res.bounce.get());
   for (int c : call.arrival_order) {
     if (call.dropped[static_cast<std::size_t>(c)]) continue;

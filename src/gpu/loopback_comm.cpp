@@ -61,28 +61,21 @@ CallSpec LoopbackComm::make_spec(const CheckedCall& checked, const core::OpCall&
   spec.link = group_.config.link == loopback::Link::arrival ? Link::arrival : Link::pcie;
   spec.link_gbps = group_.config.link_gbps;
   for (const core::CallRecord& record : group_.records) spec.shards.push_back(record.shard.data);
-  // Grown for every rank by prepare_workspace before any rank enqueued.
+  // Grown by prepare_every_rank before any rank enqueued.
   spec.gathered = a_gathered_out ? a_gathered_out->data : res_.gathered.get();
   epoch_ = core::next_epoch(epoch_);
   spec.epoch = epoch_;
   return spec;
 }
 
-namespace {
-std::size_t all_gather_bytes(const core::ProblemDesc& p) {
-  return static_cast<std::size_t>(p.m * p.k) * element_size(p.dtype) *
-         static_cast<std::size_t>(p.world_size);
-}
-}  // namespace
-
 void LoopbackComm::prepare_all_gather_workspace(const CheckedCall& checked,
                                                 const core::OpCall& call) {
-  const std::size_t gathered_bytes = all_gather_bytes(checked.problem);
+  const std::size_t gathered = gathered_bytes(checked.problem);
   const Link link = group_.config.link == loopback::Link::arrival ? Link::arrival : Link::pcie;
   if (checked.capturing) {
     // Allocation and thread creation cannot happen inside a capture.
-    const bool gathered_ready = call.a_gathered_out || res_.gathered.size() >= gathered_bytes;
-    if (!gathered_ready || !link_ready(link, gathered_bytes, res_) ||
+    const bool gathered_ready = call.a_gathered_out || res_.gathered.size() >= gathered;
+    if (!gathered_ready || !link_ready(link, gathered, res_) ||
         !gemm_ready(*backend_, checked.plan.algorithm)) {
       fail_argument("options.stream",
                     "is capturing a graph, but this call would first have to allocate its "
@@ -90,8 +83,8 @@ void LoopbackComm::prepare_all_gather_workspace(const CheckedCall& checked,
                     "first (or pass a_gathered_out)");
     }
   }
-  if (!call.a_gathered_out) res_.gathered.ensure(gathered_bytes, "device allocation (gathered A)");
-  prepare_link(link, checked.problem.world_size, gathered_bytes, res_);
+  if (!call.a_gathered_out) res_.gathered.ensure(gathered, "device allocation (gathered A)");
+  prepare_link(link, checked.problem.world_size, gathered, res_);
   prepare_gemm(*backend_, checked.plan.algorithm);
 }
 

@@ -33,19 +33,17 @@ void LoopbackComm::prepare_rs_workspace(const CheckedCall& checked) {
   const bool modelled = peers_placed();
   const bool gemms_ready = gemm_ready(*backend_, checked.plan.algorithm) &&
                            (!modelled || gemm_ready(*backend_, Algorithm::decomposed));
-  // Over PCIe a rank stages every chunk it ships (W of m x n) in its bounce;
-  // the arrival model's delays need nothing.
+  // Over PCIe a rank stages every chunk it ships in its bounce, as many
+  // bytes as its whole partial; the arrival model's delays need nothing.
   const bool pcie = group_.config.link == loopback::Link::pcie;
-  const std::size_t shipped =
-      static_cast<std::size_t>(p.world_size * p.m * p.n) * element_size(p.dtype);
   if (checked.capturing && (res_.partial.size() < partial || res_.slots.size() < slots ||
                             res_.slot_flags.size() < flags || !gemms_ready ||
-                            (pcie && !link_ready(Link::pcie, shipped, res_)))) {
+                            (pcie && !link_ready(Link::pcie, partial, res_)))) {
     fail_argument("options.stream",
                   "is capturing a graph, but this call would first have to allocate its "
                   "workspace or library GEMM handle; make the same call once uncaptured first");
   }
-  if (pcie) prepare_link(Link::pcie, p.world_size, shipped, res_);
+  if (pcie) prepare_link(Link::pcie, p.world_size, partial, res_);
   prepare_gemm(*backend_, checked.plan.algorithm);
   if (modelled) prepare_gemm(*backend_, Algorithm::decomposed);
   res_.partial.ensure(partial, "device allocation (reduce-scatter partial)");

@@ -92,7 +92,7 @@ void enqueue_gemms(const ReduceScatterSpec& call, RankResources& res, RankBacken
 void ship_over_pcie(const ReduceScatterSpec& call, RankResources& res) {
   const int world = call.problem.world_size;
   const std::size_t bytes = call.chunk_bytes();
-  prepare_link(Link::pcie, world, bytes * static_cast<std::size_t>(world), res);
+  prepare_link(Link::pcie, world, partial_bytes(call.problem), res);
   char* bounce = static_cast<char*>(res.bounce.get());
   const std::vector<int> order = core::send_order(world, call.problem.rank);
   for (int step = 0; step + 1 < world; ++step) {

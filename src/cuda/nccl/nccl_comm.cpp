@@ -358,7 +358,7 @@ std::uint32_t NcclComm::execute(const core::OpCall& call, const call::CheckedCal
   const TensorView* a_gathered_out = call.a_gathered_out;
 
   gpu::CallSpec spec = gpu::call_spec(checked, call, options);
-  const std::size_t gathered_bytes = spec.chunk_bytes() * static_cast<std::size_t>(world_);
+  const std::size_t gathered_bytes = gpu::gathered_bytes(spec.problem);
   if (!pulls_from_peers(spec.plan.algorithm)) {
     if (a_gathered_out) {
       spec.gathered = a_gathered_out->data;
