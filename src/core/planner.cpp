@@ -70,6 +70,7 @@ Plan made(Algorithm algorithm, std::int64_t tile_m, std::int64_t tile_n, std::st
 
 struct Derived {
   BackendCaps caps;
+  PlanModel model;                       // the cost model the facts allow (their table and link)
   const NativeConfig* config = nullptr;  // the native config planned with
   // Where the cost model chose `config`: its prediction against the
   // runner-up's, for the plan's reason; empty where the rules chose it.
@@ -95,7 +96,7 @@ NativeConfig model_config(const Derived& d, std::int64_t tile_m, std::int64_t ti
 // here) and whether its tiles would fill the processors.
 Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
                const ResolvedOptions& options) {
-  Derived d{facts, nullptr, {}};
+  Derived d{facts, plan_model(facts), nullptr, {}};
   BackendCaps& caps = d.caps;
   if (!facts.no_peer_access.empty()) {
     caps.native_supported = false;
@@ -134,7 +135,7 @@ Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
     // The rules' pick (wave efficiency), replaced by the cost model's
     // fastest config where the model decides.
     config = choose_native_config(problem, configs, facts.sm_count);
-    const PlanModel model = plan_model(facts);
+    const PlanModel& model = d.model;
     if (model.decides(problem)) {
       const auto can_run = [&](const NativeConfig& c) {
         return offered(c, problem) && !native_blocker(problem, caps, c.m_granularity, c.tile_n);
@@ -241,7 +242,7 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& facts, const ResolvedOp
   Plan result = decide(problem, derived, options);
   if (options.algorithm != Algorithm::automatic && result.predictions.empty()) {
     // A forced algorithm's prediction, for whoever compares it with a run.
-    const PlanModel model = plan_model(derived.caps);
+    const PlanModel& model = derived.model;
     if (model.table) {
       const NativeConfig config = model_config(derived, result.tile_m ? result.tile_m : 1,
                                                result.tile_n ? result.tile_n : 1);
@@ -351,7 +352,7 @@ Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOp
                       w.native_extra + " to the same GEMM)");
     return result;
   }
-  const PlanModel model = plan_model(caps);
+  const PlanModel& model = derived.model;
   if (model.decides(problem)) {
     return least_predicted(problem, derived, model, blocker, tile_m, tile_n, native_plan);
   }
