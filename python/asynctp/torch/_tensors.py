@@ -81,15 +81,6 @@ def b_rule(name, B, k, dtype, device_index):
     return None
 
 
-def matrix(t, rows, cols, strides=None):
-    """The C matrix over `t`'s storage, rows x cols, row-major unless
-    `strides` (row_stride, col_stride) says otherwise."""
-    row_stride, col_stride = strides if strides is not None else (cols, 1)
-    kind, index = _device_of(t)
-    return _capi.Matrix(t.data_ptr(), _DTYPE_CODES[t.dtype], kind, index, 0, rows, cols,
-                        row_stride, col_stride)
-
-
 def _device_of(t):
     """(device kind code, index) of the C ABI."""
     index = t.get_device()
