@@ -63,6 +63,13 @@ struct NativeGemmArgs {
   ChunkSync sync = ChunkSync::acquire_input;
   std::uint32_t* done_flags = nullptr;
   std::uint32_t* done_counters = nullptr;
+  // A traced call's tile stamps (kernel/tile_stamps.cuh), either side: 2 *
+  // world_size device words of %globaltimer ns, [c] the first tile start of
+  // chunk c, [world_size + c] its last tile end; the caller sets the first
+  // half to all ones and the second to 0 before the launch. nullptr (every
+  // untraced call): no stamps, one uniform branch per tile. (Added after the
+  // fields above, which keep their offsets.)
+  std::uint64_t* tile_stamps = nullptr;
 };
 
 enum class KernelSchedule { kCooperative, kPingpong };

@@ -1,7 +1,10 @@
 // The chunk-gated mainloop: CUTLASS's stock sm90 TMA + GMMA warp-specialized
 // collective (as chosen by its CollectiveBuilder) whose producer-side load()
-// first acquires the chunk holding the tile's A rows, then calls the stock
-// load(). The consumer side (mma) is the stock one, untouched.
+// first acquires the chunk holding the tile's A rows (kGated: the
+// all-gather side), stamps the tile's start when the call is traced
+// (tile_stamps.cuh; both sides), then calls the stock load(). The consumer
+// side (mma) is the stock one, untouched. The reduce-scatter side, whose
+// input is all there, uses it ungated for the stamp alone.
 //
 // The gate runs once per chunk per CTA: the producer warp remembers which
 // chunks it has acquired (a 64-bit mask; chunks >= 64 are re-checked whenever
@@ -12,10 +15,11 @@
 #include "cutlass/cutlass.h"
 
 #include "chunk_gate.cuh"
+#include "tile_stamps.cuh"
 
 namespace asynctp::cuda::native::kernel {
 
-template <class StockMainloop>
+template <class StockMainloop, bool kGated = true>
 struct ChunkGatedMainloop : StockMainloop {
   using Base = StockMainloop;
   using typename Base::MainloopPipeline;
@@ -24,10 +28,12 @@ struct ChunkGatedMainloop : StockMainloop {
 
   struct Arguments : Base::Arguments {
     ChunkGateParams gate{};
+    TileStampParams stamps{};
   };
 
   struct Params : Base::Params {
     ChunkGateParams gate{};
+    TileStampParams stamps{};
   };
 
   template <class ProblemShape>
@@ -37,6 +43,7 @@ struct ChunkGatedMainloop : StockMainloop {
     static_cast<typename Base::Params&>(params) =
         Base::to_underlying_arguments(problem_shape, args, workspace);
     params.gate = args.gate;
+    params.stamps = args.stamps;
     return params;
   }
 
@@ -50,7 +57,12 @@ struct ChunkGatedMainloop : StockMainloop {
                            int thread_idx, uint32_t block_rank_in_cluster,
                            TensorStorage& shared_tensors) {
 #if defined(__CUDA_ARCH__)
-    acquire_chunk_of_tile(params.gate, static_cast<int>(cute::get<0>(blk_coord)));
+    const int m_tile = static_cast<int>(cute::get<0>(blk_coord));
+    if constexpr (kGated) acquire_chunk_of_tile(params.gate, m_tile);
+    // Off: this one uniform branch per tile.
+    if (params.stamps.stamps != nullptr && cute::elect_one_sync()) {
+      stamp_tile_start(params.stamps, m_tile);
+    }
 #endif
     Base::load(params, pipeline, smem_pipe_write, load_inputs, blk_coord, k_tile_iter,
                k_tile_count, thread_idx, block_rank_in_cluster, shared_tensors);

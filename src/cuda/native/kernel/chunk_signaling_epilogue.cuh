@@ -2,8 +2,11 @@
 // epilogue collective (as chosen by its CollectiveBuilder) whose store(),
 // after the stock one has issued the tile's TMA stores, waits for them to
 // complete and counts the tile toward its chunk (chunk_signal.cuh); the
-// chunk's last tile releases the chunk's flag. Everything else (load,
+// chunk's last tile releases the chunk's flag. Then, when the call is traced,
+// it stamps the tile's end (tile_stamps.cuh). Everything else (load,
 // store_tail, shared storage, the fusion) is the stock one, untouched.
+// With kReleases = false (the all-gather side, whose output nobody waits
+// for) it only stamps: the stock store, then the stamp of the issued tile.
 //
 // The cost: the stock epilogue only waits for a store's shared-memory read
 // (to reuse the buffer) and lets the global writes drain while the next
@@ -13,30 +16,35 @@
 #pragma once
 
 #include "chunk_signal.cuh"
+#include "tile_stamps.cuh"
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 
 namespace asynctp::cuda::native::kernel {
 
-template <class StockEpilogue>
+template <class StockEpilogue, bool kReleases = true>
 struct ChunkSignalingEpilogue : StockEpilogue {
-  // The stock collective's arguments and params, each with the signal's.
+  // The stock collective's arguments and params, each with the signal's and
+  // the stamps'.
   struct Arguments : StockEpilogue::Arguments {
     ChunkSignalParams signal{};
+    TileStampParams stamps{};
   };
   struct Params : StockEpilogue::Params {
     ChunkSignalParams signal{};
+    TileStampParams stamps{};
   };
 
   template <class ProblemShape>
   static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args,
                                         void* workspace) {
-    return {StockEpilogue::to_underlying_arguments(problem_shape, args, workspace), args.signal};
+    return {StockEpilogue::to_underlying_arguments(problem_shape, args, workspace), args.signal,
+            args.stamps};
   }
 
   CUTLASS_HOST_DEVICE
   ChunkSignalingEpilogue(Params const& params, typename StockEpilogue::TensorStorage& shared)
-      : StockEpilogue(params, shared), signal_(params.signal) {}
+      : StockEpilogue(params, shared), signal_(params.signal), stamps_(params.stamps) {}
 
   // Consumer perspective: called by every MMA thread for each output tile;
   // tile_coord_mnkl = (m tile, n tile, _, l). The stock epilogue issues its
@@ -57,19 +65,23 @@ struct ChunkSignalingEpilogue : StockEpilogue {
                                      tile_coord_mnkl, accumulators, tiled_mma, thread_idx,
                                      shared_tensors, subtile_idx);
 #if defined(__CUDA_ARCH__)
-    if (thread_idx / cutlass::NumThreadsPerWarp == 0) {
-      wait_bulk_stores_complete();  // each lane its own bulk groups
-      __syncwarp();
-      if (thread_idx == 0) {
-        count_tile_and_release(signal_, static_cast<int>(cute::get<0>(tile_coord_mnkl)));
+    const int m_tile = static_cast<int>(cute::get<0>(tile_coord_mnkl));
+    if constexpr (kReleases) {
+      if (thread_idx / cutlass::NumThreadsPerWarp == 0) {
+        wait_bulk_stores_complete();  // each lane its own bulk groups
+        __syncwarp();
+        if (thread_idx == 0) count_tile_and_release(signal_, m_tile);
       }
     }
+    // Off: this one uniform branch per tile (the stamp's null test).
+    if (stamps_.stamps != nullptr && thread_idx == 0) stamp_tile_end(stamps_, m_tile);
 #endif
     return next;
   }
 
  private:
   ChunkSignalParams signal_;
+  TileStampParams stamps_;
 };
 
 }  // namespace asynctp::cuda::native::kernel

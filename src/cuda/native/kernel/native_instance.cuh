@@ -1,11 +1,13 @@
 // One native-kernel instantiation: CUTLASS's sm90 GemmUniversal composed of
 //   - the stock TMA + GMMA warp-specialized mainloop from CUTLASS's
-//     CollectiveBuilder; for ChunkSync::acquire_input (all-gather) wrapped by
-//     ChunkGatedMainloop (producer gates on the chunk flag before its TMA
-//     loads);
-//   - the stock TMA warp-specialized epilogue (D = acc, no C operand); for
-//     ChunkSync::release_output (reduce-scatter) wrapped by
-//     ChunkSignalingEpilogue (a chunk's last stored tile releases its flag);
+//     CollectiveBuilder, wrapped by ChunkGatedMainloop: for
+//     ChunkSync::acquire_input (all-gather) the producer gates on the chunk
+//     flag before its TMA loads; on both sides it stamps a traced call's
+//     tile starts (tile_stamps.cuh);
+//   - the stock TMA warp-specialized epilogue (D = acc, no C operand),
+//     wrapped by ChunkSignalingEpilogue: for ChunkSync::release_output
+//     (reduce-scatter) a chunk's last stored tile releases its flag; on both
+//     sides it stamps a traced call's tile ends;
 //   - ChunkGatedTileScheduler (tiles chunk by chunk from the pivot).
 // Include this from exactly one .cu per instantiation (instances/*.cu) and
 // define it there with ASYNCTP_NATIVE_DEFINE_INSTANCE (all-gather) or
@@ -86,10 +88,8 @@ struct NativeGemmInstance {
           sizeof(typename StockEpilogue::SharedStorage))>,
       MainloopSchedule>::CollectiveOp;
 
-  using Mainloop =
-      std::conditional_t<kReleasesOutput, StockMainloop, ChunkGatedMainloop<StockMainloop>>;
-  using CollectiveEpilogue =
-      std::conditional_t<kReleasesOutput, ChunkSignalingEpilogue<StockEpilogue>, StockEpilogue>;
+  using Mainloop = ChunkGatedMainloop<StockMainloop, /*kGated=*/!kReleasesOutput>;
+  using CollectiveEpilogue = ChunkSignalingEpilogue<StockEpilogue, /*kReleases=*/kReleasesOutput>;
 
   using GemmKernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int>, Mainloop,
                                                           CollectiveEpilogue,
@@ -134,6 +134,12 @@ struct NativeGemmInstance {
       args.mainloop.gate.tiles_per_chunk_m = tiles_per_chunk_m;
       args.mainloop.gate.num_chunks = a.world_size;
     }
+
+    // Null (untraced): the kernel's stamps are one uniform branch per tile.
+    args.mainloop.stamps.stamps = reinterpret_cast<unsigned long long*>(a.tile_stamps);
+    args.mainloop.stamps.tiles_per_chunk_m = tiles_per_chunk_m;
+    args.mainloop.stamps.num_chunks = a.world_size;
+    args.epilogue.stamps = args.mainloop.stamps;
 
     args.epilogue.thread.alpha = 1.0f;
     args.epilogue.thread.beta = 0.0f;
