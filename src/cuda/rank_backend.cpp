@@ -147,6 +147,7 @@ void CudaRankBackend::launch_native(const gpu::CallSpec& call, gpu::RankResource
   args.timeout_ns = static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u;
   args.error_words = static_cast<std::uint32_t*>(res.error_words.get());
   args.max_sms = 0;  // the whole device: nothing the grid waits on needs an SM
+  args.tile_stamps = res.trace.kernel_stamps();  // null unless the call is traced
   std::string why;
   if (!native::can_implement(*config, args, &why)) {
     throw Error(ErrorCode::unsupported,
@@ -179,6 +180,7 @@ void CudaRankBackend::launch_native_reduce_scatter(const gpu::NativeReduceScatte
   args.done_counters = call.done_counters;
   // Cluster rounding may leave one more SM idle than asked.
   args.max_sms = call.sms_left_free > 0 ? info_.sm_count - call.sms_left_free : 0;
+  args.tile_stamps = res.trace.kernel_stamps();  // null unless the call is traced
   std::string why;
   if (!native::can_implement(*config, args, &why)) {
     throw Error(ErrorCode::unsupported,

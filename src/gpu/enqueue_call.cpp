@@ -20,6 +20,7 @@
 #include "gpu/enqueue_call.hpp"
 
 #include <string>
+#include <vector>
 
 #include "gpu/check.hpp"
 #include "gpu/copy.hpp"
@@ -33,14 +34,19 @@ void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend
   const int world = call.problem.world_size;
   const int rank = call.problem.rank;
   const std::size_t bytes = call.chunk_bytes();
+  DeviceTrace& trace = res.trace;
 
   // A call on another stream must not start while the previous one runs.
   res.wait_previous_call(s, call.capturing);
+  trace.begin_call(s);
   // The arrival model's set-up stands in for the transfer its release times
   // model, so it runs before the call's own work begins (call_begin): one
   // rank's call is then timed as on a GPU of its own, where copy engines
   // would move the chunks while the GEMM runs.
-  if (call.link == Link::arrival) prepare_arrival_link(call, res, s);
+  if (call.link == Link::arrival) {
+    trace.span(s, core::DeviceLane::stream, {"model", "arrival model: place the peer chunks"},
+               [&] { prepare_arrival_link(call, res, s); });
+  }
   if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
 
   // Flags go back to 0 in stream order before anything reads them: a graph
@@ -57,8 +63,10 @@ void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend
   memset_d32(s, res.flag(rank * pieces), call.epoch, static_cast<std::size_t>(pieces));
 
   // The local chunk needs no link; device copies run ahead of the GEMM.
-  copy_rows(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)], bytes,
-            call.row_bytes(), rt::Copy::device_to_device, s, "copy (local shard to gathered)");
+  trace.span(s, core::DeviceLane::stream, {"copy", "copy local chunk", rank}, [&] {
+    copy_rows(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)], bytes,
+              call.row_bytes(), rt::Copy::device_to_device, s, "copy (local shard to gathered)");
+  });
 
   record(res.fork.get(), s, "event record (fork)");
   wait(res.copy_out.get(), res.fork.get(), "stream wait (fork)");
@@ -80,6 +88,7 @@ void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend
   wait(s, res.copy_out_done.get(), "stream wait (copy out done)");
   wait(s, res.copy_in_done.get(), "stream wait (copy in done)");
   wait(s, res.compute_done.get(), "stream wait (compute done)");
+  trace.end_call(s, "all-gather + matmul");
   res.record_call_end(s, call.capturing);
 }
 
@@ -107,8 +116,11 @@ void enqueue_pipelined(const CallSpec& call, RankResources& res, RankBackend& ba
       wait(streams[lane], res.arrived[static_cast<std::size_t>(c)]->get(),
            "stream wait (chunk arrived)");
     }
-    lanes[lane]->run(streams[lane], call.gathered_chunk(c), call.problem.m, call.b,
-                     c_rows(call, c));
+    res.trace.span(streams[lane], lane == 0 ? core::DeviceLane::compute : core::DeviceLane::lane2,
+                   {"gemm", "GEMM chunk", c}, [&] {
+                     lanes[lane]->run(streams[lane], call.gathered_chunk(c), call.problem.m,
+                                      call.b, c_rows(call, c));
+                   });
   }
   check(rt::event_record(res.lane2_done.get(), res.lane2.get()), "event record (lane 2 done)");
   wait(res.compute.get(), res.lane2_done.get(), "stream wait (lane 2 done)");
@@ -120,7 +132,18 @@ void enqueue_decomposed(const CallSpec& call, RankResources& res, RankBackend& b
   for (int c : call.arrival_order) {
     wait(s, res.arrived[static_cast<std::size_t>(c)]->get(), "stream wait (chunk arrived)");
   }
-  gemm.run(s, call.gathered, call.problem.gathered_rows(), call.b, call.c_out.data);
+  res.trace.span(s, core::DeviceLane::compute, {"gemm", "GEMM of the gathered A"}, [&] {
+    gemm.run(s, call.gathered, call.problem.gathered_rows(), call.b, call.c_out.data);
+  });
+}
+
+// The scheduler's chunk order: the pivot (this rank's own) first, wrapping.
+std::vector<int> kernel_order(const CallSpec& call) {
+  std::vector<int> order;
+  for (int i = 0; i < call.problem.world_size; ++i) {
+    order.push_back((call.problem.rank + i) % call.problem.world_size);
+  }
+  return order;
 }
 
 }  // namespace
@@ -128,7 +151,9 @@ void enqueue_decomposed(const CallSpec& call, RankResources& res, RankBackend& b
 void enqueue_gemm(const CallSpec& call, RankResources& res, RankBackend& backend) {
   switch (call.plan.algorithm) {
     case Algorithm::native:
-      backend.launch_native(call, res, res.flag(0));
+      res.trace.kernel(res.compute.get(), call.native_kernel, call.problem.world_size,
+                       call.pieces, res.trace.on() ? kernel_order(call) : std::vector<int>{},
+                       [&] { backend.launch_native(call, res, res.flag(0)); });
       return;
     case Algorithm::pipelined:
       enqueue_pipelined(call, res, backend);

@@ -25,6 +25,7 @@ void enqueue_pcie_link(const CallSpec& call, RankResources& res) {
   const std::size_t bytes = call.piece_bytes();
   prepare_link(Link::pcie, call.problem.world_size, gathered_bytes(call.problem), res);
   char* bounce = static_cast<char*>(res.bounce.get());
+  DeviceTrace& trace = res.trace;
   for (int c : call.arrival_order) {
     if (call.dropped[static_cast<std::size_t>(c)]) continue;
     for (int j = 0; j < call.pieces; ++j) {
@@ -32,15 +33,26 @@ void enqueue_pcie_link(const CallSpec& call, RankResources& res) {
       const std::size_t offset = bytes * static_cast<std::size_t>(j);
       char* slot = bounce + bytes * static_cast<std::size_t>(piece);
       const rt::EventHandle staged = res.staged[static_cast<std::size_t>(piece)]->get();
-      copy_rows(slot, static_cast<const char*>(call.shards[static_cast<std::size_t>(c)]) + offset,
-                bytes, call.row_bytes(), rt::Copy::device_to_host, res.copy_out.get(),
-                "copy (peer shard piece to pinned host)");
+      const int piece_named = call.pieces > 1 ? j : -1;
+      trace.span(res.copy_out.get(), core::DeviceLane::copy_out,
+                 {"copy", "to pinned host: chunk", c, piece_named}, [&] {
+                   copy_rows(slot,
+                             static_cast<const char*>(call.shards[static_cast<std::size_t>(c)]) +
+                                 offset,
+                             bytes, call.row_bytes(), rt::Copy::device_to_host, res.copy_out.get(),
+                             "copy (peer shard piece to pinned host)");
+                 });
       check(rt::event_record(staged, res.copy_out.get()), "event record (staged)");
       check(rt::stream_wait_event(res.copy_in.get(), staged), "stream wait (staged)");
-      copy_rows(static_cast<char*>(call.gathered_chunk(c)) + offset, slot, bytes, call.row_bytes(),
-                rt::Copy::host_to_device, res.copy_in.get(),
-                "copy (pinned host to gathered piece)");
+      trace.span(res.copy_in.get(), core::DeviceLane::copy_in,
+                 {"copy", "to gathered: chunk", c, piece_named}, [&] {
+                   copy_rows(static_cast<char*>(call.gathered_chunk(c)) + offset, slot, bytes,
+                             call.row_bytes(), rt::Copy::host_to_device, res.copy_in.get(),
+                             "copy (pinned host to gathered piece)");
+                 });
       write_value32(res.copy_in.get(), res.flag(piece), call.epoch);
+      trace.instant(res.copy_in.get(), core::DeviceLane::copy_in,
+                    {"signal", "signal chunk", c, piece_named});
     }
     check(rt::event_record(res.arrived[static_cast<std::size_t>(c)]->get(), res.copy_in.get()),
           "event record (arrived)");
@@ -79,8 +91,12 @@ void enqueue_arrival_waits(const CallSpec& call, RankResources& res) {
     if (call.dropped[static_cast<std::size_t>(c)]) continue;
     for (int j = 0; j < call.pieces; ++j) {
       const int piece = c * call.pieces + j;
-      wait_value32_equal(s, res.clock->release_word(piece), call.epoch);
+      const int piece_named = call.pieces > 1 ? j : -1;
+      res.trace.span(s, core::DeviceLane::copy_in,
+                     {"wait", "modelled arrival: chunk", c, piece_named},
+                     [&] { wait_value32_equal(s, res.clock->release_word(piece), call.epoch); });
       write_value32(s, res.flag(piece), call.epoch);
+      res.trace.instant(s, core::DeviceLane::copy_in, {"signal", "signal chunk", c, piece_named});
     }
     check(rt::event_record(res.arrived[static_cast<std::size_t>(c)]->get(), s),
           "event record (arrived)");

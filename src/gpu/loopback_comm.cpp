@@ -89,7 +89,7 @@ void LoopbackComm::prepare_all_gather_workspace(const CheckedCall& checked,
 }
 
 void LoopbackComm::prepare_every_rank(const CheckedCall& checked, const core::OpCall& call,
-                                      std::int64_t timeout_ms) {
+                                      const Options& options, std::int64_t timeout_ms) {
   std::exception_ptr error;
   char& ok = group_.workspace_ok[static_cast<std::size_t>(rank_)];
   ok = 0;
@@ -98,6 +98,11 @@ void LoopbackComm::prepare_every_rank(const CheckedCall& checked, const core::Op
       prepare_rs_workspace(checked);
     } else {
       prepare_all_gather_workspace(checked, call);
+    }
+    if (traced(checked, options)) {
+      const int world = checked.problem.world_size;
+      res_.trace.prepare(DeviceTrace::marks_for(world, kMaxSignalPieces),
+                         world * kMaxSignalPieces);
     }
     ok = 1;
   } catch (...) {
@@ -147,7 +152,7 @@ std::uint32_t LoopbackComm::execute(const core::OpCall& call, const call::Checke
   RankEvents& mine_events = *group_.events[static_cast<std::size_t>(rank_)];
   const rt::StreamHandle stream = static_cast<rt::StreamHandle>(options.stream);
 
-  prepare_every_rank(checked, call, timeout_ms);
+  prepare_every_rank(checked, call, options, timeout_ms);
 
   // Enqueue one rank after another, so that in every hardware queue the work
   // a wait depends on is ahead of the wait (enqueue_call.cpp).
@@ -165,6 +170,8 @@ std::uint32_t LoopbackComm::execute(const core::OpCall& call, const call::Checke
           wait_for_peers(stream, &RankEvents::shard_ready, &RankEvents::shard_ready_recorded,
                          "stream wait (peer shard ready)");
         }
+        res_.trace.start(traced(checked, options) ? options.trace : nullptr, rank_,
+                         res_.copy_in.get());
         enqueue_call(spec, res_, *backend_);
         if (!checked.capturing) {
           timed_call_enqueued_ = true;
@@ -206,6 +213,10 @@ void LoopbackComm::wait_for_peers(rt::StreamHandle stream, Event RankEvents::*ev
   }
 }
 
+bool LoopbackComm::traced(const CheckedCall& checked, const Options& options) {
+  return options.trace != nullptr && !checked.capturing;
+}
+
 void LoopbackComm::finish_enqueue(rt::StreamHandle stream, bool capturing, bool peers_read_inputs,
                                   std::exception_ptr enqueue_error) {
   if (!capturing && !enqueue_error) {
@@ -220,7 +231,10 @@ void LoopbackComm::finish_enqueue(rt::StreamHandle stream, bool capturing, bool 
       enqueue_error = std::current_exception();
     }
   }
-  if (enqueue_error) std::rethrow_exception(enqueue_error);
+  if (enqueue_error) {
+    res_.trace.abandon();  // what it recorded never ran as a whole call
+    std::rethrow_exception(enqueue_error);
+  }
 }
 
 void LoopbackComm::synchronize() {
@@ -251,6 +265,8 @@ void LoopbackComm::synchronize() {
       timed_call_enqueued_ = false;
     }
   }
+  // A traced call's device spans, now that it is done (gpu/device_trace.hpp).
+  res_.trace.collect(res_.copy_in.get());
   // The native kernel's gate leaves the first timed-out chunk here (graph
   // replays included); reading clears it.
   std::uint32_t words[3] = {0, 0, 0};

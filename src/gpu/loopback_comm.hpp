@@ -48,8 +48,12 @@ class LoopbackComm final : public GpuTransport {
   // needs (workspace, link resources, library GEMM handles), the ranks meet,
   // and only then does any rank enqueue. Throws on every rank when one rank
   // could not (a capture that would have to allocate, an allocation failure).
+  // A traced call also makes its device trace's events and stamp buffer.
   void prepare_every_rank(const CheckedCall& checked, const core::OpCall& call,
-                          std::int64_t timeout_ms);
+                          const Options& options, std::int64_t timeout_ms);
+  // Whether the call records its device timeline (Options::trace, and not
+  // captured: a graph's replays are not this call).
+  static bool traced(const CheckedCall& checked, const Options& options);
   void prepare_all_gather_workspace(const CheckedCall& checked, const core::OpCall& call);
   // Whether this group's reduce-scatter places the peers' partials before
   // the timed span (ReduceScatterSpec::modelled): the arrival link, and

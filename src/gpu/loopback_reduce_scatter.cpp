@@ -97,7 +97,7 @@ std::uint32_t LoopbackComm::execute_reduce_scatter(const core::OpCall& call,
   pending_reduce_scatter_ = true;
 
   // 1. Every rank's receive side exists before anyone ships into it.
-  prepare_every_rank(checked, call, timeout_ms);
+  prepare_every_rank(checked, call, options, timeout_ms);
   std::exception_ptr enqueue_error;
   ReduceScatterSpec spec = make_rs_spec(checked, call, options);
 
@@ -115,6 +115,8 @@ std::uint32_t LoopbackComm::execute_reduce_scatter(const core::OpCall& call,
           wait_for_peers(stream, &RankEvents::shard_ready, &RankEvents::shard_ready_recorded,
                          "stream wait (peer inputs ready)");
         }
+        res_.trace.start(traced(checked, options) ? options.trace : nullptr, rank_,
+                         res_.copy_in.get());
         enqueue_rs_products(spec, res_, *backend_);
         if (!checked.capturing) {
           gpu::check(rt::event_record(mine_events.reads_done.get(), stream),

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpu/arrival_clock.hpp"
+#include "gpu/device_trace.hpp"
 #include "gpu/resources.hpp"
 
 namespace asynctp::gpu {
@@ -50,6 +51,8 @@ struct RankResources {
   std::vector<std::unique_ptr<Event>> slot_ready;  // per slot (arrival model)
   Event reduced;
   std::unique_ptr<ArrivalClock> clock;
+  // A traced call's device timeline (off unless the transport started it).
+  DeviceTrace trace;
 
   // Signal piece `piece`'s flag (chunk c's piece j is c * pieces + j).
   std::uint32_t* flag(int piece) const {

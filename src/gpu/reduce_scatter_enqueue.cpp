@@ -67,14 +67,21 @@ void enqueue_gemms(const ReduceScatterSpec& call, RankResources& res, RankBacken
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int c = order[i];
       const int lane = static_cast<int>(i % 2);
-      lanes[lane]->run(streams[lane], ReduceScatterSpec::a_rows(call.a, c * m), m, call.b,
-                       call.partial_chunk(c));
+      res.trace.span(streams[lane], lane == 0 ? core::DeviceLane::compute : core::DeviceLane::lane2,
+                     {"gemm", "GEMM chunk", c}, [&] {
+                       lanes[lane]->run(streams[lane], ReduceScatterSpec::a_rows(call.a, c * m), m,
+                                        call.b, call.partial_chunk(c));
+                     });
       record(computed(res, c), streams[lane], "event record (partial chunk computed)");
     }
     return;
   }
   LibraryGemm& gemm = library_lane(backend, 0, "decomposed");
-  gemm.run(res.compute.get(), call.a.data, call.problem.gathered_rows(), call.b, call.partial);
+  res.trace.span(res.compute.get(), core::DeviceLane::compute, {"gemm", "GEMM of the partial"},
+                 [&] {
+                   gemm.run(res.compute.get(), call.a.data, call.problem.gathered_rows(), call.b,
+                            call.partial);
+                 });
   for (int c = 0; c < world; ++c) {
     record(computed(res, c), res.compute.get(), "event record (partial computed)");
   }
@@ -104,8 +111,12 @@ void ship_over_pcie(const ReduceScatterSpec& call, RankResources& res) {
     char* staged_at = bounce + bytes * static_cast<std::size_t>(step);
     const rt::EventHandle staged = res.staged[static_cast<std::size_t>(step)]->get();
     wait_computed(call, res, res.copy_out.get(), owner);
-    copy_rows(staged_at, source, bytes, call.row_bytes(), rt::Copy::device_to_host,
-              res.copy_out.get(), "copy (partial chunk to pinned host)");
+    res.trace.span(res.copy_out.get(), core::DeviceLane::copy_out,
+                   {"copy", "to pinned host: partial", owner}, [&] {
+                     copy_rows(staged_at, source, bytes, call.row_bytes(),
+                               rt::Copy::device_to_host, res.copy_out.get(),
+                               "copy (partial chunk to pinned host)");
+                   });
     record(staged, res.copy_out.get(), "event record (staged)");
     wait(res.copy_in.get(), staged, "stream wait (staged)");
     // The owner's slot is free once its previous reduction has read it (a
@@ -115,9 +126,14 @@ void ship_over_pcie(const ReduceScatterSpec& call, RankResources& res) {
         wait(res.copy_in.get(), freed, "stream wait (owner's previous reduction)");
       }
     }
-    copy_rows(slot, staged_at, bytes, call.row_bytes(), rt::Copy::host_to_device, res.copy_in.get(),
-              "copy (pinned host to owner's slot)");
+    res.trace.span(res.copy_in.get(), core::DeviceLane::copy_in,
+                   {"copy", "to owner's slot: partial", owner}, [&] {
+                     copy_rows(slot, staged_at, bytes, call.row_bytes(), rt::Copy::host_to_device,
+                               res.copy_in.get(), "copy (pinned host to owner's slot)");
+                   });
     write_value32(res.copy_in.get(), side.flags + step, call.epoch);
+    res.trace.instant(res.copy_in.get(), core::DeviceLane::copy_in,
+                      {"signal", "signal partial", owner});
   }
 }
 
@@ -130,10 +146,17 @@ void model_arrivals(const ReduceScatterSpec& call, RankResources& res) {
                                                       call.link_gbps);  // bytes / (GB/s) = ns
   const std::vector<int> order = core::send_order(world, call.problem.rank);
   for (int step = 0; step + 1 < world; ++step) {
-    wait_computed(call, res, res.copy_in.get(), order[static_cast<std::size_t>(step)]);
-    check(enqueue_link_delay(transfer_ns, res.copy_in.get()), "launch (arrival model delay)");
+    const int owner = order[static_cast<std::size_t>(step)];
+    wait_computed(call, res, res.copy_in.get(), owner);
+    res.trace.span(res.copy_in.get(), core::DeviceLane::copy_in,
+                   {"model", "modelled transfer: partial", owner}, [&] {
+                     check(enqueue_link_delay(transfer_ns, res.copy_in.get()),
+                           "launch (arrival model delay)");
+                   });
     record(res.slot_ready[static_cast<std::size_t>(step)]->get(), res.copy_in.get(),
            "event record (slot ready)");
+    res.trace.instant(res.copy_in.get(), core::DeviceLane::copy_in,
+                      {"signal", "slot ready: step", step});
   }
 }
 
@@ -154,7 +177,10 @@ void reset_native_signals(RankResources& res, int world, rt::StreamHandle stream
 void enqueue_native_partial(NativeReduceScatter call, RankResources& res, RankBackend& backend) {
   call.done_flags = done_flags(res);
   call.done_counters = done_flags(res) + call.problem.world_size;
-  backend.launch_native_reduce_scatter(call, res);
+  const int world = call.problem.world_size;
+  res.trace.kernel(res.compute.get(), call.kernel, world, 1,
+                   res.trace.on() ? core::send_order(world, call.problem.rank) : std::vector<int>{},
+                   [&] { backend.launch_native_reduce_scatter(call, res); });
   // The own chunk is the last one the grid computes: the reduction's wait.
   record(computed(res, call.problem.rank), res.compute.get(), "event record (partial computed)");
 }
@@ -170,7 +196,11 @@ void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, Rank
   if (!call.capturing && res.call_end_recorded) {
     wait(s, res.call_end.get(), "stream wait (this rank's previous call)");
   }
-  if (call.modelled) place_peer_partials(call, backend);
+  res.trace.begin_call(s);
+  if (call.modelled) {
+    res.trace.span(s, core::DeviceLane::stream, {"model", "arrival model: the peers' partials"},
+                   [&] { place_peer_partials(call, backend); });
+  }
   if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
   if (native(call)) reset_native_signals(res, call.problem.world_size, s);
 
@@ -199,10 +229,12 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
       wait(r, res.slot_ready[static_cast<std::size_t>(slot)]->get(), "stream wait (slot ready)");
     }
   } else {
-    check(enqueue_wait_flags(call.mine.flags, world - 1, call.epoch,
-                             static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u, error_words,
-                             r),
-          "launch (wait for the peers' partials)");
+    res.trace.span(r, core::DeviceLane::compute, {"wait", "wait for the peers' partials"}, [&] {
+      check(enqueue_wait_flags(call.mine.flags, world - 1, call.epoch,
+                               static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u,
+                               error_words, r),
+            "launch (wait for the peers' partials)");
+    });
   }
   ReduceArgs args;
   args.dtype = call.problem.dtype;
@@ -213,7 +245,8 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
   args.slot_count = world - 1;
   args.out = call.out.data;
   args.error_words = error_words;
-  check(enqueue_reduce_partials(args, r), "launch (reduction of the partials)");
+  res.trace.span(r, core::DeviceLane::compute, {"reduce", "reduce the partials"},
+                 [&] { check(enqueue_reduce_partials(args, r), "launch (reduction of the partials)"); });
   if (!call.capturing) record(res.reduced.get(), r, "event record (reduced)");
 
   record(res.compute_done.get(), r, "event record (compute done)");
@@ -224,6 +257,7 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
                                res.copy_out_done.get(), res.copy_in_done.get()}) {
     wait(s, done, "stream wait (join)");
   }
+  res.trace.end_call(s, "matmul + reduce-scatter");
   if (!call.capturing) {
     record(res.call_end.get(), s, "event record (call end)");
     res.call_end_recorded = true;

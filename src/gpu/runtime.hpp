@@ -156,6 +156,11 @@ inline Status memcpy_async(void* dst, const void* src, std::size_t bytes, Copy k
                            StreamHandle s) {
   return ASYNCTP_RT(MemcpyAsync)(dst, src, bytes, kind_of(kind), s);
 }
+// Blocking: returns once the bytes are copied (a traced call's tile stamps,
+// read back after the call has completed).
+inline Status memcpy_blocking(void* dst, const void* src, std::size_t bytes, Copy kind) {
+  return ASYNCTP_RT(Memcpy)(dst, src, bytes, kind_of(kind));
+}
 inline Status memset_async(void* p, int value, std::size_t bytes, StreamHandle s) {
   return ASYNCTP_RT(MemsetAsync)(p, value, bytes, s);
 }

@@ -31,10 +31,14 @@ void pull_peer_chunks(const gpu::CallSpec& call, const NcclCallContext& context,
       // it can be a peer copy on the copy engines. Whether it is, the
       // multi-GPU full-grid test shows: a copy run as a kernel would compete
       // with the persistent grid for SMs.
-      gpu::check(rt::memcpy_async(static_cast<char*>(call.gathered_chunk(c)) + offset,
-                                  source + offset, bytes, rt::Copy::any, s),
-                 "copy (peer workspace chunk piece to gathered)");
+      const int piece_named = call.pieces > 1 ? j : -1;
+      res.trace.span(s, core::DeviceLane::copy_in, {"copy", "pull chunk", c, piece_named}, [&] {
+        gpu::check(rt::memcpy_async(static_cast<char*>(call.gathered_chunk(c)) + offset,
+                                    source + offset, bytes, rt::Copy::any, s),
+                   "copy (peer workspace chunk piece to gathered)");
+      });
       gpu::write_value32(s, res.flag(c * call.pieces + j), call.epoch);
+      res.trace.instant(s, core::DeviceLane::copy_in, {"signal", "signal chunk", c, piece_named});
     }
     record(res.arrived[static_cast<std::size_t>(c)]->get(), s, "event record (arrived)");
   }
@@ -51,14 +55,19 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
 
   // A call on another stream must not start while the previous one runs.
   res.wait_previous_call(s, call.capturing);
+  res.trace.begin_call(s);
 
   if (call.plan.algorithm == Algorithm::decomposed || call.plan.algorithm == Algorithm::automatic) {
-    check_nccl(ncclAllGather(context.a_shard, call.gathered,
-                             static_cast<std::size_t>(call.problem.m * call.problem.k),
-                             nccl_type(call.problem.dtype), context.comm, s),
-               "ncclAllGather(A shards)", context.comm);
-    gpu::library_lane(*context.backend, 0, "decomposed")
-        .run(s, call.gathered, call.problem.gathered_rows(), call.b, call.c_out.data);
+    res.trace.span(s, core::DeviceLane::stream, {"copy", "ncclAllGather"}, [&] {
+      check_nccl(ncclAllGather(context.a_shard, call.gathered,
+                               static_cast<std::size_t>(call.problem.m * call.problem.k),
+                               nccl_type(call.problem.dtype), context.comm, s),
+                 "ncclAllGather(A shards)", context.comm);
+    });
+    res.trace.span(s, core::DeviceLane::stream, {"gemm", "GEMM of the gathered A"}, [&] {
+      gpu::library_lane(*context.backend, 0, "decomposed")
+          .run(s, call.gathered, call.problem.gathered_rows(), call.b, call.c_out.data);
+    });
   } else {
     gpu::check(
         rt::memset_async(res.flags.get(), 0,
@@ -89,6 +98,7 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
                                 rt::Copy::device_to_device, s),
                "copy (workspace to a_gathered_out)");
   }
+  res.trace.end_call(s, "all-gather + matmul");
   res.record_call_end(s, call.capturing);
 }
 

@@ -69,8 +69,11 @@ void enqueue_overlapped(const NcclReduceScatterCall& call, const NcclCallContext
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int c = order[i];
       const int lane = static_cast<int>(i % 2);
-      lanes[lane]->run(streams[lane], a_rows(call.a, c * p.m), p.m, call.b,
-                       partial + bytes * static_cast<std::size_t>(c));
+      res.trace.span(streams[lane], lane == 0 ? core::DeviceLane::compute : core::DeviceLane::lane2,
+                     {"gemm", "GEMM chunk", c}, [&] {
+                       lanes[lane]->run(streams[lane], a_rows(call.a, c * p.m), p.m, call.b,
+                                        partial + bytes * static_cast<std::size_t>(c));
+                     });
       record(res.computed[static_cast<std::size_t>(c)]->get(), streams[lane],
              "event record (partial chunk computed)");
     }
@@ -90,9 +93,13 @@ void enqueue_overlapped(const NcclReduceScatterCall& call, const NcclCallContext
     // Copy::any: the runtime classifies the copy by where the pointers live
     // (the destination is the owner's memory, mapped here by NCCL), so that
     // it runs as a peer copy on the copy engines.
-    gpu::check(rt::memcpy_async(slot, partial + bytes * static_cast<std::size_t>(owner), bytes,
-                                rt::Copy::any, res.copy_in.get()),
-               "copy (partial chunk to the owner's slot)");
+    res.trace.span(res.copy_in.get(), core::DeviceLane::copy_in,
+                   {"copy", "to owner's slot: partial", owner}, [&] {
+                     gpu::check(rt::memcpy_async(slot,
+                                                 partial + bytes * static_cast<std::size_t>(owner),
+                                                 bytes, rt::Copy::any, res.copy_in.get()),
+                                "copy (partial chunk to the owner's slot)");
+                   });
   }
   wait(res.compute.get(), res.computed[static_cast<std::size_t>(p.rank)]->get(),
        "stream wait (own chunk computed)");
@@ -114,7 +121,9 @@ void enqueue_overlapped(const NcclReduceScatterCall& call, const NcclCallContext
   args.slot_count = world - 1;
   args.out = call.out.data;
   args.error_words = context.barrier.error_words;  // a barrier that timed out
-  gpu::check(gpu::enqueue_reduce_partials(args, s), "launch (reduction of the partials)");
+  res.trace.span(s, core::DeviceLane::stream, {"reduce", "reduce the partials"}, [&] {
+    gpu::check(gpu::enqueue_reduce_partials(args, s), "launch (reduction of the partials)");
+  });
 }
 
 }  // namespace
@@ -132,11 +141,14 @@ void enqueue_nccl_reduce_scatter(const NcclReduceScatterCall& call, const NcclCa
   if (!call.capturing && res.call_end_recorded) {
     wait(s, res.call_end.get(), "stream wait (this rank's previous call)");
   }
+  res.trace.begin_call(s);
   if (call.plan.algorithm == Algorithm::pipelined || call.plan.algorithm == Algorithm::native) {
     enqueue_overlapped(call, context, res);
   } else {
-    enqueue_decomposed(call, context);
+    res.trace.span(s, core::DeviceLane::stream, {"gemm", "GEMM and ncclReduceScatter"},
+                   [&] { enqueue_decomposed(call, context); });
   }
+  res.trace.end_call(s, "matmul + reduce-scatter");
   if (!call.capturing) {
     record(res.call_end.get(), s, "event record (call end)");
     res.call_end_recorded = true;

@@ -387,10 +387,12 @@ std::uint32_t NcclComm::execute(const core::OpCall& call, const call::CheckedCal
   context.a_shard = call.a.data;
   context.a_gathered_out = a_gathered_out ? a_gathered_out->data : nullptr;
 
+  start_trace(checked, options);
   // A failure while enqueuing leaves the ranks' device work out of step.
   try {
     enqueue_nccl_call(spec, context, *res_);
   } catch (const Error& e) {
+    res_->trace.abandon();
     abort_communicator(std::string("enqueue failed: ") + e.what());
     throw;
   }
@@ -402,6 +404,16 @@ std::uint32_t NcclComm::execute(const core::OpCall& call, const call::CheckedCal
   pending_epoch_ = spec.epoch;
   pending_pieces_ = spec.pieces;
   return epoch_;
+}
+
+void NcclComm::start_trace(const call::CheckedCall& checked, const Options& options) {
+  Trace* trace = checked.capturing ? nullptr : options.trace;
+  if (trace) {
+    const int world = checked.problem.world_size;
+    res_->trace.prepare(gpu::DeviceTrace::marks_for(world, gpu::kMaxSignalPieces),
+                        world * gpu::kMaxSignalPieces);
+  }
+  res_->trace.start(trace, rank_, res_->copy_out.get());
 }
 
 void NcclComm::prepare_workspace(std::size_t bytes, rt::StreamHandle stream,
@@ -479,9 +491,11 @@ std::uint32_t NcclComm::execute_reduce_scatter(const core::OpCall& call,
   if (checked.kernel) rs.native_kernel = checked.kernel->name;
   epoch_ = core::next_epoch(epoch_);
   rs.epoch = epoch_;
+  start_trace(checked, options);
   try {
     enqueue_nccl_reduce_scatter(rs, call_context(timeout_ms), *res_);
   } catch (const Error& e) {
+    res_->trace.abandon();
     abort_communicator(std::string("enqueue failed: ") + e.what());
     throw;
   }
@@ -504,6 +518,8 @@ void NcclComm::synchronize() {
     wait_or_abort(res_->call_done.get(), bound_ms,
                   "the device work of the call of epoch " + std::to_string(pending_epoch_));
   }
+  // A traced call's device spans, now that it is done (gpu/device_trace.hpp).
+  res_->trace.collect(res_->copy_out.get());
   // The native kernel's gate and the barrier leave their first timeout here
   // (graph replays included); reading clears them.
   std::uint32_t gate[3] = {0, 0, 0};

@@ -83,6 +83,10 @@ class NcclComm final : public gpu::GpuTransport {
   // generations on new memory.
   void prepare_workspace(std::size_t bytes, gpu::rt::StreamHandle stream, std::int64_t timeout_ms,
                          bool capturing);
+  // Starts recording this rank's call's device timeline when it is traced
+  // and not captured (gpu/device_trace.hpp), its events and stamps made
+  // first; otherwise the recording is off.
+  void start_trace(const call::CheckedCall& checked, const Options& options);
   // The pieces of a call's device work every op shares: the communicator,
   // the workspace, the barrier, the backend.
   NcclCallContext call_context(std::int64_t timeout_ms);
