@@ -12,6 +12,11 @@
 #   signal-costs       bench/signal_costs.cpp: what each signalling mechanism costs
 #   arrival-sweep      the arrival link alone at 100, 400, 1600 and 10^6 GB/s
 #                      (how native's overlap changes with the link's speed)
+#   trace              the device-timeline tests, then `asynctp run --trace`
+#                      of both ops (W = 8, pcie, every algorithm): the traces
+#                      in $OUT/trace-*.json, and scripts/device/trace_cost.py's
+#                      table: each algorithm's untraced median against its
+#                      traced call's device span (what tracing costs)
 # Build here first (scripts/build-device-bundle puts the binaries and the
 # OpenBLAS libraries in .devbin/gpu), then carry .devbin.
 #
@@ -43,6 +48,15 @@ for step in "${steps[@]}"; do
     arrival-sweep)
       for gbps in 100 400 1600 1000000; do
         run_step "arrival-$gbps" 120 "$bin/asynctp" bench --link arrival --link-gbps "$gbps"
+      done ;;
+    trace)
+      run_step trace-tests 300 "$bin/asynctp_gpu_tests" --gtest_brief=1 \
+                 --gtest_filter='DeviceTimeline/LoopbackTrace.*'
+      for op in all-gather-matmul matmul-reduce-scatter; do
+        run_step "trace-$op" 300 sh -c "\"$bin/asynctp\" run --backend cuda --op $op \
+                 --link pcie -m 8192 -n 4096 -k 4096 --algo all --iters 20 --json \
+                 --trace \"$OUT/trace-$op.json\" > \"$OUT/run-$op.json\" && \
+                 python3 scripts/device/trace_cost.py \"$OUT/run-$op.json\" \"$OUT/trace-$op.json\""
       done ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
