@@ -50,17 +50,19 @@ int DeviceTrace::mark(rt::StreamHandle stream) {
 
 namespace {
 
+// Appended piece by piece (GCC 12 misreads `" piece " + std::to_string(j)`
+// under -Werror=restrict).
 std::string describe(const DeviceWhat& what) {
   std::string name = what.name;
-  if (what.chunk >= 0) name += " " + std::to_string(what.chunk);
-  if (what.piece >= 0) name += " piece " + std::to_string(what.piece);
+  if (what.chunk >= 0) name.append(" ").append(std::to_string(what.chunk));
+  if (what.piece >= 0) name.append(" piece ").append(std::to_string(what.piece));
   return name;
 }
 
 std::string args_of(const DeviceWhat& what) {
   std::string args;
-  if (what.chunk >= 0) args = "\"chunk\": " + std::to_string(what.chunk);
-  if (what.piece >= 0) args += ", \"piece\": " + std::to_string(what.piece);
+  if (what.chunk >= 0) args.append("\"chunk\": ").append(std::to_string(what.chunk));
+  if (what.piece >= 0) args.append(", \"piece\": ").append(std::to_string(what.piece));
   return args;
 }
 
