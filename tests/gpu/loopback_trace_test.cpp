@@ -230,9 +230,11 @@ TEST_P(LoopbackTrace, HoldsEveryStep) {
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
   constexpr int kWorld = 4;
-  // Enough tiles per chunk (8 x 32 of 128 x 256) to fill the grid, so the
-  // native kernel's chunks start in the scheduler's order.
-  constexpr std::int64_t kM = 1024, kN = 8192, kK = 512;
+  // Enough tiles per chunk (8 x 32 of 128 x 256) to fill the grid, each a
+  // long K loop (about 18 us at 2048), so that a chunk's first tile, a wave
+  // after the previous chunk's, starts after it even without a gate (the
+  // reduce-scatter) and with the CTAs' launch staggered.
+  constexpr std::int64_t kM = 1024, kN = 8192, kK = 2048;
   lb::print_case(seed, describe(c));
 
   LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
