@@ -114,6 +114,26 @@ void enqueue_pipelined(const CallSpec& call, RankResources& res, RankBackend& ba
   wait(res.compute.get(), res.lane2_done.get(), "stream wait (lane 2 done)");
 }
 
+// Native; with a library tail (NativeTail::library) the kernel leaves the
+// last chunk in schedule order (core::chunk_order's, the one before this
+// rank's) to a library GEMM on the second lane, which waits for that chunk's
+// arrival and takes SMs as the grid's CTAs run out of tiles. The kernel is
+// enqueued first: were both streams in one hardware queue, the GEMM's wait
+// would then sit behind the kernel, not hold it back.
+void enqueue_native(const CallSpec& call, RankResources& res, RankBackend& backend) {
+  backend.launch_native(call, res, res.flag(0));
+  if (call.plan.native_tail != NativeTail::library) return;
+  const int world = call.problem.world_size;
+  const int last = (call.problem.rank + world - 1) % world;
+  LibraryGemm& gemm = library_lane(backend, 1, "native's library tail");
+  wait(res.lane2.get(), res.fork.get(), "stream wait (fork)");
+  wait(res.lane2.get(), res.arrived[static_cast<std::size_t>(last)]->get(),
+       "stream wait (chunk arrived)");
+  gemm.run(res.lane2.get(), call.gathered_chunk(last), call.problem.m, call.b, c_rows(call, last));
+  check(rt::event_record(res.lane2_done.get(), res.lane2.get()), "event record (lane 2 done)");
+  wait(res.compute.get(), res.lane2_done.get(), "stream wait (lane 2 done)");
+}
+
 void enqueue_decomposed(const CallSpec& call, RankResources& res, RankBackend& backend) {
   LibraryGemm& gemm = library_lane(backend, 0, "decomposed");
   const rt::StreamHandle s = res.compute.get();
@@ -128,7 +148,7 @@ void enqueue_decomposed(const CallSpec& call, RankResources& res, RankBackend& b
 void enqueue_gemm(const CallSpec& call, RankResources& res, RankBackend& backend) {
   switch (call.plan.algorithm) {
     case Algorithm::native:
-      backend.launch_native(call, res, res.flag(0));
+      enqueue_native(call, res, backend);
       return;
     case Algorithm::pipelined:
       enqueue_pipelined(call, res, backend);
