@@ -453,6 +453,25 @@ def scenario_cuda(seed, report_path=""):
         # NCCL's ring (decomposed) stores each step's running sum in the dtype.
         check_reduce_scatter_output(f"cuda rs {algorithm}", out.cpu(), rs_ref, dtype, False,
                                     "output_dtype" if ran == "decomposed" else "fp32")
+    # Along the last dimension: the scatter of B's columns (B = weight.t(),
+    # used in place) and the gather along K.
+    b_cols = [B.t().contiguous().t() for B in b_all]  # column-major, as weight.t()
+    cols_ref = numerics.reduce_scatter_reference(a_all, b_cols, RANK, -1)
+    for algorithm in ("native", "pipelined", "decomposed"):
+        out = atp.fused_matmul_reduce_scatter(a_all[RANK].cuda(), b_cols[RANK].cuda(), "sum", -1,
+                                              g, algorithm=algorithm)
+        torch.cuda.synchronize()
+        ran, reason = atp.last_run("fused_matmul_reduce_scatter")
+        check(ran == algorithm, f"cuda rs last dim {algorithm}: ran {ran} ({reason})")
+        check_reduce_scatter_output(f"cuda rs last dim {algorithm}", out.cpu(), cols_ref, dtype,
+                                    False, "output_dtype" if ran == "decomposed" else "fp32")
+    wide_b = torch.cat([b] * WORLD).cuda()  # K = W k: every shard's columns
+    A_wide, (c_wide,) = atp.fused_all_gather_matmul(a_shard, [wide_b], -1, g)
+    torch.cuda.synchronize()
+    wide_A_ref = torch.cat(shards, dim=-1)
+    check(torch.equal(A_wide.cpu(), wide_A_ref), "cuda ag last dim: gathered A differs")
+    err = numerics.relative_error(c_wide.cpu(), wide_A_ref.double() @ wide_b.double().cpu())
+    check(err <= bound, f"cuda ag last dim: error {err:.3g} > {bound:.3g}")
 
     # CUDA graph: one warm-up call, capture, 100 replays with new inputs.
     static_a = a_shard.clone()
