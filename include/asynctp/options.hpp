@@ -25,6 +25,23 @@ const char* to_string(Algorithm algorithm) noexcept;
 // `what` (e.g. "ASYNCTP_ALGO" or "--algo") otherwise.
 Algorithm parse_algorithm(const std::string& text, const std::string& what);
 
+// Where native runs the last chunk (in the schedule's order) of an
+// all-gather + matmul. In the kernel, each of that chunk's output tiles is a
+// whole K loop on one SM: when the chunk lands last and its tiles are fewer
+// than the SMs, most of the GPU idles through them (the tail). As a library
+// GEMM (cuBLAS), launched once the chunk has landed, the library spreads
+// the same rows over every SM (split-K or stream-K as it sees fit) while
+// the kernel runs the other chunks.
+enum class NativeTail {
+  automatic,  // the planner chooses (ASYNCTP_NATIVE_TAIL=auto)
+  kernel,     // every chunk in the native kernel
+  library,    // the last chunk as a library GEMM (CUDA, W >= 2)
+};
+
+const char* to_string(NativeTail tail) noexcept;
+// Parses "auto", "kernel", "library"; throws Error naming `what` otherwise.
+NativeTail parse_native_tail(const std::string& text, const std::string& what);
+
 // Hooks that perturb the producer, for tests and demonstrations: they let a
 // test delay a chunk, reverse the arrival order, or drop a chunk entirely to
 // exercise the bounded wait. They run on the producer (copy) thread, except
@@ -53,6 +70,7 @@ struct Options {
   std::optional<std::int64_t> wait_timeout_ms;  // ASYNCTP_WAIT_TIMEOUT_MS
   std::optional<std::int64_t> tile_m;           // ASYNCTP_TILE_M (native tile rows)
   std::optional<std::int64_t> tile_n;           // ASYNCTP_TILE_N (native tile columns)
+  std::optional<NativeTail> native_tail;        // ASYNCTP_NATIVE_TAIL (all-gather native)
   Trace* trace = nullptr;                       // records spans when set
   // GPU backends: the stream the call is ordered on (a cudaStream_t; nullptr
   // = the legacy default stream). The call enqueues its work there, forks any

@@ -21,7 +21,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh >/dev/null
 bin=.devbin/gpu
-grid_m=${GRID_M:-"256 1024 2048 8192 32768"}
+grid_m=${GRID_M:-"256 512 1024 2048 8192 32768"}
 grid_n=${GRID_N:-"1280 3584 8192 28672"}
 grid_k=${GRID_K:-"1024 2048 8192"}
 shapes=""

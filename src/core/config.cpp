@@ -88,6 +88,11 @@ ResolvedOptions resolve_options(const Options& options, const EnvLookup& env) {
                                   "ASYNCTP_WAIT_TIMEOUT_MS", kDefaultWaitTimeoutMs, &set);
   resolved.tile_m = pick_tile(options.tile_m, "tile_m", env, "ASYNCTP_TILE_M");
   resolved.tile_n = pick_tile(options.tile_n, "tile_n", env, "ASYNCTP_TILE_N");
+  if (options.native_tail) {
+    resolved.native_tail = *options.native_tail;
+  } else if (auto text = env("ASYNCTP_NATIVE_TAIL")) {
+    resolved.native_tail = parse_native_tail(*text, "ASYNCTP_NATIVE_TAIL");
+  }
   return resolved;
 }
 

@@ -25,6 +25,7 @@ struct ResolvedOptions {
   std::int64_t wait_timeout_ms = kDefaultWaitTimeoutMs;
   std::optional<std::int64_t> tile_m;  // overrides the backend's default tile
   std::optional<std::int64_t> tile_n;
+  NativeTail native_tail = NativeTail::automatic;  // kernel or library: forced
 };
 
 // Throws Error(invalid_argument) naming the option or variable and its rule.

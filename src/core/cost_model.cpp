@@ -101,20 +101,21 @@ struct Native {
   double alone_ms = 0;       // the same grid with every chunk ready
 };
 
+// The grid over the first `chunks` chunks in schedule order (arrival[0..chunks)).
 Native native_grid(const ProblemDesc& p, const CostTable& table, const NativeConfig& c,
-                   const std::vector<double>& arrival) {
+                   const std::vector<double>& arrival, int chunks) {
   const std::int64_t per_chunk = tiles_of(c, p.m, p.n);
-  const std::int64_t total = per_chunk * p.world_size;
+  const std::int64_t total = per_chunk * chunks;
   const std::int64_t grid = std::min(total, c.grid > 0 ? std::int64_t(c.grid) : full_grid(table, c));
   const double tile_ms = native_wave_ms(table, c, p.b_layout, p.gathered_rows(), p.n, p.k);
   Native out;
-  out.done = run_grid(p.world_size, per_chunk, grid, tile_ms, arrival);
+  out.done = run_grid(chunks, per_chunk, grid, tile_ms, arrival);
   out.alone_ms = double(ceil_div(total, grid)) * tile_ms;
   return out;
 }
 
 Prediction all_gather(const ProblemDesc& p, Algorithm a, const CostTable& table,
-                      const LinkCost& link, const NativeConfig* c) {
+                      const LinkCost& link, const NativeConfig* c, NativeTail tail) {
   const int w = p.world_size;
   const double chunk_ms = transfer_ms(double(p.m * p.k) * element_size(p.dtype), link);
   std::vector<double> arrival(static_cast<std::size_t>(w), 0.0);
@@ -130,8 +131,19 @@ Prediction all_gather(const ProblemDesc& p, Algorithm a, const CostTable& table,
     const double g = library_gemm_ms(table, p.b_layout, p.m, p.n, p.k);
     out.gemm_ms = g * w;
     for (int i = 0; i < w; ++i) end = std::max(end, arrival[static_cast<std::size_t>(i)]) + g;
+  } else if (tail == NativeTail::library) {
+    // The grid over the first W - 1 chunks; the last chunk's rows as one
+    // library GEMM once it has landed and the grid is done, and that GEMM's
+    // launch at the cost of one more chunk GEMM of pipelined's.
+    const Native run = native_grid(p, table, *c, arrival, w - 1);
+    const double last = library_gemm_ms(table, p.b_layout, p.m, p.n, p.k);
+    out.gemm_ms = run.alone_ms + last;
+    out.kernel = c->name;
+    out.tail = NativeTail::library;
+    out.fixed_ms += table.fixed_cost(p.op, Algorithm::pipelined).per_chunk_us / 1000.0;
+    end = std::max({run.done.back(), run.alone_ms, arrival.back()}) + last;
   } else {
-    const Native run = native_grid(p, table, *c, arrival);
+    const Native run = native_grid(p, table, *c, arrival, w);
     out.gemm_ms = run.alone_ms;
     out.kernel = c->name;
     end = std::max(run.done.back(), run.alone_ms);
@@ -159,7 +171,7 @@ Prediction reduce_scatter(const ProblemDesc& p, Algorithm a, const CostTable& ta
     out.gemm_ms = g * w;
     for (int i = 0; i < w; ++i) done[static_cast<std::size_t>(i)] = g * (i + 1);
   } else {
-    const Native run = native_grid(p, table, *c, std::vector<double>(done.size(), 0.0));
+    const Native run = native_grid(p, table, *c, std::vector<double>(done.size(), 0.0), w);
     out.gemm_ms = run.alone_ms;
     out.kernel = c->name;
     done = run.done;
@@ -196,7 +208,9 @@ std::string describe(const Prediction& p) {
   std::string out = std::string(to_string(p.algorithm)) + " " + ms3(p.ms) + " ms (GEMM " +
                     ms3(p.gemm_ms) + ", link " + ms3(p.exposed_ms);
   if (p.reduce_ms > 0) out += ", reduction " + ms3(p.reduce_ms);
-  return out + ", fixed " + ms3(p.fixed_ms) + ")";
+  out += ", fixed " + ms3(p.fixed_ms) + ")";
+  if (p.tail == NativeTail::library) out += " with the last chunk as a library GEMM";
+  return out;
 }
 
 std::optional<LinkCost> resolve_link(const CostTable& table, const LinkFacts& link,
@@ -247,6 +261,14 @@ double library_gemm_ms(const CostTable& table, Layout b_layout, std::int64_t m, 
   return 2.0 * double(m) * double(n) * double(k) / *flops_per_ms;
 }
 
+bool can_predict_native(const CostTable& table, const NativeConfig& c, Layout b_layout) {
+  if (measured(c)) return true;
+  for (const GemmSample& s : table.gemms) {
+    if (s.kernel == c.name && s.b_layout == b_layout) return true;
+  }
+  return false;
+}
+
 double native_wave_ms(const CostTable& table, const NativeConfig& c, Layout b_layout,
                       std::int64_t m, std::int64_t n, std::int64_t k) {
   const std::int64_t grid_cap = full_grid(table, c);
@@ -259,25 +281,37 @@ double native_wave_ms(const CostTable& table, const NativeConfig& c, Layout b_la
         return s.ms / waves / double(s.k);
       });
   if (per_k) return *per_k * double(k);
+  if (!measured(c)) {
+    throw Error(ErrorCode::invalid_argument,
+                "cost model: native config " + c.name + " has no measured efficiency and " +
+                    table.origin + " has no 'gemm " + c.name + " " + to_string(b_layout) +
+                    "' sample");
+  }
   const double library_flops_per_ms_per_sm =
       2.0 * double(m) * double(n) * double(k) / library_gemm_ms(table, b_layout, m, n, k) /
       double(table.sms);
-  const double efficiency = c.efficiency > 0 ? c.efficiency : 1.0;
   return 2.0 * double(c.tile_m) * double(c.tile_n) * double(k) / library_flops_per_ms_per_sm /
-         efficiency;
+         c.efficiency;
 }
 
 Prediction predict(const ProblemDesc& problem, Algorithm algorithm, const CostTable& table,
-                   const LinkCost& link, const NativeConfig* config) {
+                   const LinkCost& link, const NativeConfig* config, NativeTail tail) {
   if (algorithm == Algorithm::automatic) {
     throw Error(ErrorCode::invalid_argument, "cost model: predict needs a concrete algorithm");
   }
   if (algorithm == Algorithm::native && config == nullptr) {
     throw Error(ErrorCode::invalid_argument, "cost model: native needs a kernel config");
   }
+  if (tail == NativeTail::automatic ||
+      (tail == NativeTail::library &&
+       (problem.op != OpKind::all_gather_matmul || problem.world_size < 2))) {
+    throw Error(ErrorCode::invalid_argument,
+                std::string("cost model: native tail '") + to_string(tail) +
+                    "' (a library tail needs an all-gather of two or more ranks)");
+  }
   return problem.op == OpKind::matmul_reduce_scatter
              ? reduce_scatter(problem, algorithm, table, link, config)
-             : all_gather(problem, algorithm, table, link, config);
+             : all_gather(problem, algorithm, table, link, config, tail);
 }
 
 }  // namespace asynctp::core

@@ -48,6 +48,7 @@ struct Prediction {
   double reduce_ms = 0;   // the reduce-scatter's reduction
   double fixed_ms = 0;    // the algorithm's fixed cost
   std::string kernel;     // native: the config predicted with
+  NativeTail tail = NativeTail::kernel;  // native all-gather: where the last chunk runs
 };
 
 // "native 1.553 ms (GEMM 1.520, link 0.000, fixed 0.033)".
@@ -64,17 +65,28 @@ std::optional<LinkCost> resolve_link(const CostTable& table, const LinkFacts& li
 double library_gemm_ms(const CostTable& table, Layout b_layout, std::int64_t m, std::int64_t n,
                        std::int64_t k);
 
+// Whether the table can predict `config` at this B layout: it has the
+// config's own samples, or the config's efficiency was measured (see
+// native_wave_ms). An unmeasured config without samples has no basis.
+bool can_predict_native(const CostTable& table, const NativeConfig& config, Layout b_layout);
+
 // The time of one wave of `config`'s tiles (one tile per CTA) at inner
 // dimension k: from the config's own samples when the table has some, else
 // the library GEMM's throughput per processor over the config's measured
-// relative efficiency.
+// relative efficiency. Throws Error(invalid_argument) where
+// can_predict_native does not hold.
 double native_wave_ms(const CostTable& table, const NativeConfig& config, Layout b_layout,
                       std::int64_t m, std::int64_t n, std::int64_t k);
 
 // The predicted time of `algorithm` (native, pipelined or decomposed) for
-// `problem`; native needs `config` (its tiles and grid). Throws
-// Error(invalid_argument) for Algorithm::automatic or native without config.
+// `problem`; native needs `config` (its tiles and grid) and, for the
+// all-gather, where its last chunk runs (`tail`: kernel or library; the
+// library tail's GEMM is taken to start once both the chunk has landed and
+// the grid has run the others: concurrency as the grid drains is not
+// counted, so it is a bound from above). Throws Error(invalid_argument) for
+// Algorithm::automatic, native without config, or an automatic tail.
 Prediction predict(const ProblemDesc& problem, Algorithm algorithm, const CostTable& table,
-                   const LinkCost& link, const NativeConfig* config);
+                   const LinkCost& link, const NativeConfig* config,
+                   NativeTail tail = NativeTail::kernel);
 
 }  // namespace asynctp::core

@@ -38,7 +38,7 @@ double predicted_score(const NativeConfig& c, const ProblemDesc& p, int processo
   const int slots = waves == 1 ? std::max(c.grid, processors) : c.grid;
   const double wave_eff =
       m * double(p.n) / (double(waves) * slots * double(c.tile_m) * double(c.tile_n));
-  return wave_eff * c.efficiency;
+  return measured(c) ? wave_eff * c.efficiency : wave_eff;
 }
 
 // Why overlapping would not pay with `c`: its output tiles would leave more
@@ -59,6 +59,14 @@ bool offered(const NativeConfig& c, const ProblemDesc& p) {
   return c.max_m <= 0 || p.gathered_rows() <= c.max_m;
 }
 
+// Why native's last chunk cannot run as a library GEMM here, or "".
+std::string no_library_tail(const ProblemDesc& p, const BackendCaps& caps) {
+  if (p.op != OpKind::all_gather_matmul) return "only the all-gather's native kernel has one";
+  if (p.world_size < 2) return "one rank's only chunk is the whole GEMM";
+  if (!caps.native_library_tail) return "backend " + caps.name + "'s native kernel runs every chunk";
+  return caps.library_gemm_unavailable_reason;
+}
+
 Plan made(Algorithm algorithm, std::int64_t tile_m, std::int64_t tile_n, std::string reason) {
   Plan plan;
   plan.algorithm = algorithm;
@@ -75,6 +83,13 @@ struct Derived {
   // Where the cost model chose `config`: its prediction against the
   // runner-up's, for the plan's reason; empty where the rules chose it.
   std::string config_choice;
+  // Why auto may not pick native with `config` though it can run: nothing
+  // measured says how fast it is (NativeConfig::efficiency); empty otherwise.
+  std::string unmeasured_config;
+  // Where native's last chunk may run (NativeTail), kernel first, and why
+  // not as a library GEMM ("" where it can).
+  std::vector<NativeTail> tails;
+  std::string no_library_tail;
 };
 
 Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOptions& options);
@@ -96,7 +111,13 @@ NativeConfig model_config(const Derived& d, std::int64_t tile_m, std::int64_t ti
 // here) and whether its tiles would fill the processors.
 Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
                const ResolvedOptions& options) {
-  Derived d{facts, plan_model(facts), nullptr, {}};
+  Derived d{facts, plan_model(facts), nullptr, {}, {}, {NativeTail::kernel}, {}};
+  d.no_library_tail = no_library_tail(problem, facts);
+  if (options.native_tail == NativeTail::library && d.no_library_tail.empty()) {
+    d.tails = {NativeTail::library};
+  } else if (options.native_tail == NativeTail::automatic && d.no_library_tail.empty()) {
+    d.tails.push_back(NativeTail::library);
+  }
   BackendCaps& caps = d.caps;
   if (!facts.no_peer_access.empty()) {
     caps.native_supported = false;
@@ -138,9 +159,12 @@ Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
     const PlanModel& model = d.model;
     if (model.decides(problem)) {
       const auto can_run = [&](const NativeConfig& c) {
-        return offered(c, problem) && !native_blocker(problem, caps, c.m_granularity, c.tile_n);
+        return offered(c, problem) &&
+               can_predict_native(*model.table, c, problem.b_layout) &&
+               !native_blocker(problem, caps, c.m_granularity, c.tile_n);
       };
-      ConfigChoice choice = fastest_native_config(problem, configs, model, config, can_run);
+      ConfigChoice choice =
+          fastest_native_config(problem, configs, model, config, can_run, d.tails);
       if (choice.config) {
         config = choice.config;
         d.config_choice = std::move(choice.why);
@@ -153,6 +177,14 @@ Derived derive(const ProblemDesc& problem, const BackendCaps& facts,
   if (config && problem.dtype == DType::bf16) {
     if (config->refusal.empty()) {
       d.config = config;
+      if (!(d.model.decides(problem) ? can_predict_native(*d.model.table, *config, problem.b_layout)
+                                     : measured(*config))) {
+        d.unmeasured_config =
+            "its config " + config->name +
+            ", the only one that fits, was never measured: auto picks it only from a "
+            "calibrated cost table with its samples (scripts/device/calibrate.sh); force "
+            "native to run it";
+      }
       if (caps.overlap_unprofitable_reason.empty()) {
         caps.overlap_unprofitable_reason = underfilled_reason(*config, problem, facts.sm_count);
       }
@@ -184,21 +216,51 @@ OpWords words(const ProblemDesc& problem) {
           "the copies", "local copy and signals"};
 }
 
+// Where a native all-gather's last chunk runs: as forced, else the cost
+// model's pick where it decides (its native prediction's tail), else in the
+// kernel (the rules know no library tail's cost).
+void settle_tail(const ProblemDesc& problem, const Derived& d, const ResolvedOptions& options,
+                 Plan& result) {
+  if (problem.op != OpKind::all_gather_matmul) return;  // no chunk is awaited: nothing to hand over
+  NativeTail tail = NativeTail::kernel;
+  if (options.native_tail == NativeTail::library) {
+    if (!d.no_library_tail.empty()) {
+      throw Error(ErrorCode::unsupported,
+                  "native_tail: library was forced (options.native_tail or ASYNCTP_NATIVE_TAIL) "
+                  "but cannot run: " +
+                      d.no_library_tail + "; use auto or kernel");
+    }
+    tail = NativeTail::library;
+  } else if (options.native_tail == NativeTail::automatic && d.model.decides(problem)) {
+    if (const Prediction* p = prediction_of(result, Algorithm::native)) tail = p->tail;
+  }
+  result.native_tail = tail;
+  if (tail == NativeTail::library) {
+    result.reason += std::string("; the last chunk in schedule order (rank ") +
+                     num((problem.rank + problem.world_size - 1) % problem.world_size) +
+                     "'s) as a library GEMM" +
+                     (options.native_tail == NativeTail::library ? ", forced" : "");
+  }
+}
+
 }  // namespace
 
 const NativeConfig* choose_native_config(const ProblemDesc& problem,
                                          const std::vector<NativeConfig>& configs, int processors) {
-  const NativeConfig* best = nullptr;
-  double best_score = 0;
-  for (const NativeConfig& c : configs) {
-    if (!offered(c, problem)) continue;
-    const double score = predicted_score(c, problem, processors);
-    if (!best || score > best_score + 1e-9) {
-      best = &c;
-      best_score = score;
+  for (const bool measured_pass : {true, false}) {
+    const NativeConfig* best = nullptr;
+    double best_score = 0;
+    for (const NativeConfig& c : configs) {
+      if (measured(c) != measured_pass || !offered(c, problem)) continue;
+      const double score = predicted_score(c, problem, processors);
+      if (!best || score > best_score + 1e-9) {
+        best = &c;
+        best_score = score;
+      }
     }
+    if (best) return best;
   }
-  return best;
+  return nullptr;
 }
 
 std::optional<std::string> native_blocker(const ProblemDesc& problem, const BackendCaps& caps,
@@ -243,16 +305,19 @@ Plan plan(const ProblemDesc& problem, const BackendCaps& facts, const ResolvedOp
   if (options.algorithm != Algorithm::automatic && result.predictions.empty()) {
     // A forced algorithm's prediction, for whoever compares it with a run.
     const PlanModel& model = derived.model;
-    if (model.table) {
-      const NativeConfig config = model_config(derived, result.tile_m ? result.tile_m : 1,
-                                               result.tile_n ? result.tile_n : 1);
+    const NativeConfig config = model_config(derived, result.tile_m ? result.tile_m : 1,
+                                             result.tile_n ? result.tile_n : 1);
+    if (model.table && result.algorithm != Algorithm::native) {
       result.predictions.push_back(
           predict(problem, result.algorithm, *model.table, model.link, &config));
+    } else if (model.table && can_predict_native(*model.table, config, problem.b_layout)) {
+      result.predictions.push_back(predict_native(problem, model, config, derived.tails));
     }
   }
   if (result.algorithm == Algorithm::native && derived.config) {
     result.native_config = derived.config->name;
   }
+  if (result.algorithm == Algorithm::native) settle_tail(problem, derived, options, result);
   if (!derived.config_choice.empty() && prediction_of(result, Algorithm::native)) {
     result.reason += "; " + derived.config_choice;
   }
@@ -337,6 +402,14 @@ Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOp
                        "); " + native_fits);
   }
 
+  // From here on auto decides: an unmeasured config blocks native as a
+  // kernel refusal would (the paths above run native only when forced, or
+  // when nothing else can run).
+  const std::optional<std::string> auto_blocker =
+      blocker || derived.unmeasured_config.empty()
+          ? blocker
+          : std::optional<std::string>("native could run, but " + derived.unmeasured_config);
+
   if (!caps.no_overlap_reason.empty()) {
     result = made(Algorithm::decomposed, 0, 0,
                   "nothing can overlap here (" + caps.no_overlap_reason +
@@ -344,7 +417,7 @@ Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOp
                       "would only add work");
     return result;
   }
-  if (!blocker && problem.world_size == 1) {
+  if (!auto_blocker && problem.world_size == 1) {
     // Native would only add its own work (w.native_extra) to the same GEMM.
     result = made(Algorithm::decomposed, 0, 0,
                   std::string("one rank has nothing to overlap (native could run, but would only "
@@ -354,17 +427,21 @@ Plan decide(const ProblemDesc& problem, const Derived& derived, const ResolvedOp
   }
   const PlanModel& model = derived.model;
   if (model.decides(problem)) {
-    return least_predicted(problem, derived, model, blocker, tile_m, tile_n, native_plan);
+    return least_predicted(problem, derived, model, auto_blocker, tile_m, tile_n, native_plan);
   }
   // No calibrated cost model here: the rules decide, and the reason says so.
-  result = by_rules(problem, caps, blocker, native_fits, native_plan);
+  result = by_rules(problem, caps, auto_blocker, native_fits, native_plan);
   if (!model.table) {
     result.reason += " [rules, no cost model: " + model.unusable + "]";
   } else {
     // A seeded table's predictions are shown, not followed: the rules were
     // measured on the device, its figures not in one run (cost_table.hpp).
     const NativeConfig native = model_config(derived, tile_m, tile_n);
-    result.predictions = predict_candidates(problem, model, blocker ? nullptr : &native);
+    // The rules' tail is the kernel's unless forced (settle_tail).
+    const std::vector<NativeTail> shown = {derived.tails.size() == 1 ? derived.tails.front()
+                                                                     : NativeTail::kernel};
+    result.predictions =
+        predict_candidates(problem, model, auto_blocker ? nullptr : &native, shown);
     result.reason += " [rules: the cost table " + model.table->origin +
                      " is seeded, not calibrated; it predicts " +
                      list_predictions(result.predictions, nullptr) + "]";
@@ -381,7 +458,7 @@ Plan least_predicted(const ProblemDesc& problem, const Derived& derived, const P
                      std::int64_t tile_n, const NativePlan& native_plan) {
   const NativeConfig native = model_config(derived, tile_m, tile_n);
   std::vector<Prediction> candidates =
-      predict_candidates(problem, model, blocker ? nullptr : &native);
+      predict_candidates(problem, model, blocker ? nullptr : &native, derived.tails);
   const Prediction* best = &candidates.front();
   for (const Prediction& c : candidates) {
     if (c.ms < best->ms * (1.0 - kPredictionTie)) best = &c;

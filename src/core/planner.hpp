@@ -25,7 +25,10 @@ struct NativeConfig {
   std::int64_t tile_m = 0;         // rows of one output tile
   std::int64_t tile_n = 0;
   // Per-tile throughput relative to the backend's best config, measured on
-  // its device (the CUDA table: bench/NOTES.md).
+  // its device (the CUDA table: bench/NOTES.md). 0: not measured (a config
+  // built but never timed): the rules then offer it only where no measured
+  // config can run the shape, and never pick native with it for auto; the
+  // cost model predicts it only from its own samples in a calibrated table.
   double efficiency = 1.0;
   std::int64_t max_m = 0;  // auto offers it up to this gathered M only (0: any)
   // For the problem being planned: why the kernel refuses it ("" when it
@@ -73,6 +76,9 @@ struct BackendCaps {
   // The transport's: why this rank cannot pull its peers' shards ("" when
   // it can). Then neither native nor pipelined can run.
   std::string no_peer_access;
+  // The backend can run native's last chunk as a library GEMM beside the
+  // kernel (NativeTail::library): its kernel can leave chunks to the caller.
+  bool native_library_tail = false;
   // A condition the native kernel runs under that the reason should state
   // whenever native is planned (e.g. HIP's persistent grid leaving a CU per
   // shader engine out); empty when there is none.
@@ -128,6 +134,9 @@ struct Plan {
   // The cost model's prediction of every algorithm it ranked (auto), or of
   // the forced one; empty when no model applies (no table, no link figure).
   std::vector<Prediction> predictions = {};
+  // Native all-gather only: where the last chunk runs (kernel or library,
+  // never automatic once planned).
+  NativeTail native_tail = NativeTail::kernel;
 };
 
 // An overlapping algorithm is chosen over a less ambitious one only when it
@@ -138,9 +147,14 @@ inline constexpr double kPredictionTie = 0.01;
 // The prediction of `algorithm` in `plan`, or nullptr.
 const Prediction* prediction_of(const Plan& plan, Algorithm algorithm);
 
+// Whether `config`'s per-tile efficiency was measured (NativeConfig::efficiency).
+inline bool measured(const NativeConfig& config) { return config.efficiency > 0; }
+
 // The rules' config for `problem`, where no calibrated cost table decides:
 // of those that accept it, the one of the best score (wave efficiency over
-// `processors` x measured per-tile efficiency); nullptr when none accepts it.
+// `processors` x measured per-tile efficiency), the unmeasured ones only
+// where no measured one accepts it (by wave efficiency alone); nullptr when
+// none accepts it.
 const NativeConfig* choose_native_config(const ProblemDesc& problem,
                                          const std::vector<NativeConfig>& configs, int processors);
 

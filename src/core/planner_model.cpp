@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <optional>
 
+#include "asynctp/error.hpp"
+
 namespace asynctp::core {
 
 bool PlanModel::decides(const ProblemDesc& problem) const {
@@ -30,7 +32,8 @@ PlanModel plan_model(const BackendCaps& caps) {
 ConfigChoice fastest_native_config(const ProblemDesc& problem,
                                    const std::vector<NativeConfig>& configs, const PlanModel& model,
                                    const NativeConfig* rules_pick,
-                                   const std::function<bool(const NativeConfig&)>& can_run) {
+                                   const std::function<bool(const NativeConfig&)>& can_run,
+                                   const std::vector<NativeTail>& tails) {
   struct Candidate {
     const NativeConfig* config;
     double ms;
@@ -39,7 +42,7 @@ ConfigChoice fastest_native_config(const ProblemDesc& problem,
   for (const NativeConfig& c : configs) {
     if (!can_run(c)) continue;
     candidates.push_back(
-        {&c, predict(problem, Algorithm::native, *model.table, model.link, &c).ms});
+        {&c, predict_native(problem, model, c, tails).ms});
   }
   if (candidates.empty()) return {};
   const Candidate* least = &candidates.front();
@@ -69,14 +72,26 @@ ConfigChoice fastest_native_config(const ProblemDesc& problem,
   return out;
 }
 
+Prediction predict_native(const ProblemDesc& problem, const PlanModel& model,
+                          const NativeConfig& config, const std::vector<NativeTail>& tails) {
+  std::optional<Prediction> best;
+  for (NativeTail tail : tails) {
+    Prediction p = predict(problem, Algorithm::native, *model.table, model.link, &config, tail);
+    if (!best || p.ms < best->ms * (1.0 - kPredictionTie)) best = std::move(p);
+  }
+  if (!best) {
+    throw Error(ErrorCode::invalid_argument, "cost model: native needs a tail to predict");
+  }
+  return *best;
+}
+
 std::vector<Prediction> predict_candidates(const ProblemDesc& problem, const PlanModel& model,
-                                           const NativeConfig* native) {
+                                           const NativeConfig* native,
+                                           const std::vector<NativeTail>& tails) {
   std::vector<Prediction> candidates;
   candidates.push_back(predict(problem, Algorithm::decomposed, *model.table, model.link, nullptr));
   candidates.push_back(predict(problem, Algorithm::pipelined, *model.table, model.link, nullptr));
-  if (native) {
-    candidates.push_back(predict(problem, Algorithm::native, *model.table, model.link, native));
-  }
+  if (native) candidates.push_back(predict_native(problem, model, *native, tails));
   return candidates;
 }
 

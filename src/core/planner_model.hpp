@@ -44,12 +44,20 @@ struct ConfigChoice {
 ConfigChoice fastest_native_config(const ProblemDesc& problem,
                                    const std::vector<NativeConfig>& configs, const PlanModel& model,
                                    const NativeConfig* rules_pick,
-                                   const std::function<bool(const NativeConfig&)>& can_run);
+                                   const std::function<bool(const NativeConfig&)>& can_run,
+                                   const std::vector<NativeTail>& tails);
+
+// Native with `config`, its last chunk in each of `tails` (kernel first):
+// the least predicted, a library tail only where it is faster by more than
+// kPredictionTie (the tie goes to the kernel, one launch fewer).
+Prediction predict_native(const ProblemDesc& problem, const PlanModel& model,
+                          const NativeConfig& config, const std::vector<NativeTail>& tails);
 
 // Decomposed, pipelined and, where `native` is given (nothing blocks it),
-// native with that config, each predicted.
+// native with that config (predict_native over `tails`), each predicted.
 std::vector<Prediction> predict_candidates(const ProblemDesc& problem, const PlanModel& model,
-                                           const NativeConfig* native);
+                                           const NativeConfig* native,
+                                           const std::vector<NativeTail>& tails);
 
 // "algorithm ms, ..." for every prediction but `skip`.
 std::string list_predictions(const std::vector<Prediction>& predictions, const Prediction* skip);

@@ -22,6 +22,23 @@ constexpr Entry<DeviceKind, const char*> kDeviceKindNames[] = {
 constexpr Entry<Algorithm, const char*> kAlgorithmNames[] = {
     {Algorithm::automatic, "auto"}, {Algorithm::native, "native"},
     {Algorithm::pipelined, "pipelined"}, {Algorithm::decomposed, "decomposed"}};
+constexpr Entry<NativeTail, const char*> kNativeTailNames[] = {
+    {NativeTail::automatic, "auto"}, {NativeTail::kernel, "kernel"},
+    {NativeTail::library, "library"}};
+
+// The key named `text` in `names`; throws Error naming `what` and every
+// name otherwise.
+template <typename Key, std::size_t N>
+Key parse_named(const Entry<Key, const char*> (&names)[N], const std::string& text,
+                const std::string& what) {
+  if (const auto key = core::key_named(names, text)) return *key;
+  std::string choices;
+  for (const Entry<Key, const char*>& entry : names) {
+    choices += std::string(choices.empty() ? "" : ", ") + entry.value;
+  }
+  throw Error(ErrorCode::invalid_argument,
+              what + ": must be one of " + choices + "; got '" + text + "'");
+}
 
 }  // namespace
 
@@ -47,9 +64,15 @@ const char* to_string(Algorithm algorithm) noexcept {
 }
 
 Algorithm parse_algorithm(const std::string& text, const std::string& what) {
-  if (const auto algorithm = core::key_named(kAlgorithmNames, text)) return *algorithm;
-  throw Error(ErrorCode::invalid_argument,
-              what + ": must be one of auto, native, pipelined, decomposed; got '" + text + "'");
+  return parse_named(kAlgorithmNames, text, what);
+}
+
+const char* to_string(NativeTail tail) noexcept {
+  return core::lookup(kNativeTailNames, tail, "unknown");
+}
+
+NativeTail parse_native_tail(const std::string& text, const std::string& what) {
+  return parse_named(kNativeTailNames, text, what);
 }
 
 }  // namespace asynctp

@@ -115,6 +115,7 @@ core::BackendCaps cuda_caps(const DeviceInfo& device, const core::ProblemDesc& p
     return caps;
   }
   caps.native_supported = true;
+  caps.native_library_tail = true;  // the kernel can leave chunks (chunks_in_kernel)
   caps.native_configs = nat::native_config_facts(shape_query(problem));
   return caps;
 }
@@ -144,6 +145,10 @@ void CudaRankBackend::launch_native(const gpu::CallSpec& call, gpu::RankResource
   args.b_col_major = call.problem.b_layout == core::Layout::col_major;
   args.c = call.c_out.data;
   call.fill_kernel_chunks(args, flags);
+  // A library tail takes the last chunk's signal pieces (gpu::enqueue_gemm).
+  if (call.plan.native_tail == NativeTail::library) {
+    args.chunks_in_kernel = call.kernel_chunks() - call.pieces;
+  }
   args.timeout_ns = static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u;
   args.error_words = static_cast<std::uint32_t*>(res.error_words.get());
   args.max_sms = 0;  // the whole device: nothing the grid waits on needs an SM

@@ -60,18 +60,26 @@ CallSpec call_spec(const CheckedCall& checked, const core::OpCall& call, const O
   return spec;
 }
 
-bool gemm_ready(RankBackend& backend, Algorithm algorithm) {
-  if (algorithm == Algorithm::native) return true;
-  const LibraryGemm* lane0 = backend.library_gemm(0);
-  const LibraryGemm* lane1 = backend.library_gemm(1);
-  if (!lane0 || !lane0->ready()) return false;
-  return algorithm != Algorithm::pipelined || (lane1 && lane1->ready());
+namespace {
+
+bool uses_lane0(Algorithm algorithm) { return algorithm != Algorithm::native; }
+bool uses_lane1(Algorithm algorithm, NativeTail tail) {
+  return algorithm == Algorithm::pipelined ||
+         (algorithm == Algorithm::native && tail == NativeTail::library);
 }
 
-void prepare_gemm(RankBackend& backend, Algorithm algorithm) {
-  if (algorithm == Algorithm::native) return;
-  library_lane(backend, 0, to_string(algorithm)).prepare();
-  if (algorithm == Algorithm::pipelined) library_lane(backend, 1, "pipelined").prepare();
+}  // namespace
+
+bool gemm_ready(RankBackend& backend, Algorithm algorithm, NativeTail tail) {
+  const LibraryGemm* lane0 = backend.library_gemm(0);
+  const LibraryGemm* lane1 = backend.library_gemm(1);
+  if (uses_lane0(algorithm) && !(lane0 && lane0->ready())) return false;
+  return !uses_lane1(algorithm, tail) || (lane1 && lane1->ready());
+}
+
+void prepare_gemm(RankBackend& backend, Algorithm algorithm, NativeTail tail) {
+  if (uses_lane0(algorithm)) library_lane(backend, 0, to_string(algorithm)).prepare();
+  if (uses_lane1(algorithm, tail)) library_lane(backend, 1, to_string(algorithm)).prepare();
 }
 
 int signal_pieces(std::int64_t rows, std::size_t chunk_bytes, std::int64_t row_granularity) {
@@ -184,6 +192,19 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
                       " backend honours it for native only, whose waits are bounded in the "
                       "kernel; pipelined and decomposed wait on copy events that a dropped chunk "
                       "would never record");
+  }
+  // A library tail waits on its chunk's copy event, as pipelined does, which
+  // a dropped chunk would never record: under a drop hook the kernel keeps
+  // every chunk (its waits are bounded).
+  if (options.hooks.drop && out.plan.native_tail == NativeTail::library) {
+    if (out.resolved.native_tail == NativeTail::library) {
+      fail_argument("options.hooks.drop",
+                    "not with a forced library tail (native_tail = library): its GEMM waits on "
+                    "a copy event that a dropped chunk would never record");
+    }
+    out.plan.native_tail = NativeTail::kernel;
+    out.plan.reason += "; the kernel keeps the last chunk (a drop hook is set, and only the "
+                       "kernel's waits are bounded)";
   }
   // The local chunk crosses no link: its copy runs ahead of the grid and the
   // kernel reads it without a wait, so there is nothing a drop could stop

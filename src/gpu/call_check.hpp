@@ -97,11 +97,15 @@ void check_on_device(const char* name, const TensorView& t, int device);
 // runtime cannot tell.
 bool stream_is_capturing(rt::StreamHandle stream);
 
-// Whether the GEMM of `algorithm` has every handle it needs: a graph capture
-// cannot make one.
-bool gemm_ready(RankBackend& backend, Algorithm algorithm);
+// Whether the GEMMs of `algorithm` (with native's `tail`) have every library
+// handle they need: a graph capture cannot make one. Lane 0 serves
+// decomposed and pipelined; lane 1 pipelined's second lane and native's
+// library tail.
+bool gemm_ready(RankBackend& backend, Algorithm algorithm,
+                NativeTail tail = NativeTail::kernel);
 // Makes the library GEMM handles gemm_ready checks for (LibraryGemm::prepare).
-void prepare_gemm(RankBackend& backend, Algorithm algorithm);
+void prepare_gemm(RankBackend& backend, Algorithm algorithm,
+                  NativeTail tail = NativeTail::kernel);
 
 RunInfo to_run_info(const core::Plan& plan);
 

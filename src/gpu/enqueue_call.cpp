@@ -126,6 +126,42 @@ void enqueue_pipelined(const CallSpec& call, RankResources& res, RankBackend& ba
   wait(res.compute.get(), res.lane2_done.get(), "stream wait (lane 2 done)");
 }
 
+// Native; with a library tail (NativeTail::library) the kernel leaves the
+// last chunk in schedule order (core::chunk_order's, the one before this
+// rank's) to a library GEMM on the second lane, which waits for that chunk's
+// arrival and takes SMs as the grid's CTAs run out of tiles. The kernel is
+// enqueued first: were both streams in one hardware queue, the GEMM's wait
+// would then sit behind the kernel, not hold it back.
+// The scheduler's chunk order: the pivot (this rank's own) first, wrapping.
+std::vector<int> kernel_order(const CallSpec& call) {
+  std::vector<int> order;
+  for (int i = 0; i < call.problem.world_size; ++i) {
+    order.push_back((call.problem.rank + i) % call.problem.world_size);
+  }
+  return order;
+}
+
+void enqueue_native(const CallSpec& call, RankResources& res, RankBackend& backend) {
+  // Traced: the chunks a library tail takes are never stamped, so they have
+  // no tile span (core::write_device_timeline leaves them out).
+  res.trace.kernel(res.compute.get(), call.native_kernel, call.problem.world_size, call.pieces,
+                   res.trace.on() ? kernel_order(call) : std::vector<int>{},
+                   [&] { backend.launch_native(call, res, res.flag(0)); });
+  if (call.plan.native_tail != NativeTail::library) return;
+  const int world = call.problem.world_size;
+  const int last = (call.problem.rank + world - 1) % world;
+  LibraryGemm& gemm = library_lane(backend, 1, "native's library tail");
+  wait(res.lane2.get(), res.fork.get(), "stream wait (fork)");
+  wait(res.lane2.get(), res.arrived[static_cast<std::size_t>(last)]->get(),
+       "stream wait (chunk arrived)");
+  res.trace.span(res.lane2.get(), core::DeviceLane::lane2, {"gemm", "tail GEMM chunk", last}, [&] {
+    gemm.run(res.lane2.get(), call.gathered_chunk(last), call.problem.m, call.b,
+             c_rows(call, last));
+  });
+  check(rt::event_record(res.lane2_done.get(), res.lane2.get()), "event record (lane 2 done)");
+  wait(res.compute.get(), res.lane2_done.get(), "stream wait (lane 2 done)");
+}
+
 void enqueue_decomposed(const CallSpec& call, RankResources& res, RankBackend& backend) {
   LibraryGemm& gemm = library_lane(backend, 0, "decomposed");
   const rt::StreamHandle s = res.compute.get();
@@ -137,23 +173,12 @@ void enqueue_decomposed(const CallSpec& call, RankResources& res, RankBackend& b
   });
 }
 
-// The scheduler's chunk order: the pivot (this rank's own) first, wrapping.
-std::vector<int> kernel_order(const CallSpec& call) {
-  std::vector<int> order;
-  for (int i = 0; i < call.problem.world_size; ++i) {
-    order.push_back((call.problem.rank + i) % call.problem.world_size);
-  }
-  return order;
-}
-
 }  // namespace
 
 void enqueue_gemm(const CallSpec& call, RankResources& res, RankBackend& backend) {
   switch (call.plan.algorithm) {
     case Algorithm::native:
-      res.trace.kernel(res.compute.get(), call.native_kernel, call.problem.world_size,
-                       call.pieces, res.trace.on() ? kernel_order(call) : std::vector<int>{},
-                       [&] { backend.launch_native(call, res, res.flag(0)); });
+      enqueue_native(call, res, backend);
       return;
     case Algorithm::pipelined:
       enqueue_pipelined(call, res, backend);

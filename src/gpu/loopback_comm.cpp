@@ -76,7 +76,7 @@ void LoopbackComm::prepare_all_gather_workspace(const CheckedCall& checked,
     // Allocation and thread creation cannot happen inside a capture.
     const bool gathered_ready = call.a_gathered_out || res_.gathered.size() >= gathered;
     if (!gathered_ready || !link_ready(link, gathered, res_) ||
-        !gemm_ready(*backend_, checked.plan.algorithm)) {
+        !gemm_ready(*backend_, checked.plan.algorithm, checked.plan.native_tail)) {
       fail_argument("options.stream",
                     "is capturing a graph, but this call would first have to allocate its "
                     "workspace, clock or library GEMM handle; make the same call once uncaptured "
@@ -85,7 +85,7 @@ void LoopbackComm::prepare_all_gather_workspace(const CheckedCall& checked,
   }
   if (!call.a_gathered_out) res_.gathered.ensure(gathered, "device allocation (gathered A)");
   prepare_link(link, checked.problem.world_size, gathered, res_);
-  prepare_gemm(*backend_, checked.plan.algorithm);
+  prepare_gemm(*backend_, checked.plan.algorithm, checked.plan.native_tail);
 }
 
 void LoopbackComm::prepare_every_rank(const CheckedCall& checked, const core::OpCall& call,

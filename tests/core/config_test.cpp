@@ -74,6 +74,27 @@ TEST(Config, InvalidAlgoNamesTheVariableAndTheChoices) {
   }
 }
 
+TEST(Config, NativeTailFromOptionsThenEnvironment) {
+  EXPECT_EQ(resolve_options({}, fake_env({})).native_tail, NativeTail::automatic);
+  const std::pair<const char*, NativeTail> cases[] = {{"auto", NativeTail::automatic},
+                                                      {"kernel", NativeTail::kernel},
+                                                      {"library", NativeTail::library}};
+  for (auto [text, tail] : cases) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(resolve_options({}, fake_env({{"ASYNCTP_NATIVE_TAIL", text}})).native_tail, tail);
+    EXPECT_STREQ(to_string(tail), text);
+  }
+  Options options;
+  options.native_tail = NativeTail::kernel;
+  EXPECT_EQ(resolve_options(options, fake_env({{"ASYNCTP_NATIVE_TAIL", "library"}})).native_tail,
+            NativeTail::kernel);
+  for (const char* text : {"", "Library", "cublas", "auto "}) {
+    SCOPED_TRACE(std::string("'") + text + "'");
+    expect_invalid({}, fake_env({{"ASYNCTP_NATIVE_TAIL", text}}), "ASYNCTP_NATIVE_TAIL",
+                   "must be one of auto, kernel, library");
+  }
+}
+
 TEST(Config, OptionsOverrideEnvironment) {
   Options options;
   options.algorithm = Algorithm::pipelined;

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -102,6 +104,96 @@ TEST(CostModel, NativeTailIsTheLastChunksTilesAfterItsArrival) {
   EXPECT_NEAR(native.ms, arrival + 2 * tile + 0.040, 1e-9);
   EXPECT_NEAR(native.fixed_ms, 0.040, 1e-12);
   EXPECT_GT(native.exposed_ms, 0);
+}
+
+// The library tail: the grid runs the first W - 1 chunks; the last chunk's
+// rows are one library GEMM once the chunk has landed and the grid is done,
+// plus one chunk GEMM's launch (pipelined's per-chunk fixed cost, 5 us).
+TEST(CostModel, ALibraryTailIsTheLastChunksGemmAfterItsArrival) {
+  const CostTable t = table();
+  const NativeConfig c = config128();
+  const ProblemDesc p = problem(OpKind::all_gather_matmul, 2, 1024, 2112, 8192);
+  const LinkCost link{1.0, 0};  // chunk 1 lands at 16.8 ms, long after chunk 0's tiles
+  const Prediction lib = predict(p, Algorithm::native, t, link, &c, NativeTail::library);
+  const double arrival = 1024.0 * 8192 * 2 / 1e6;
+  const double last = library_gemm_ms(t, Layout::row_major, 1024, 2112, 8192);
+  EXPECT_EQ(lib.tail, NativeTail::library);
+  EXPECT_NEAR(lib.ms, arrival + last + 0.045, 1e-9);
+  EXPECT_NEAR(lib.fixed_ms, 0.045, 1e-12);
+  EXPECT_TRUE(contains(describe(lib), "the last chunk as a library GEMM")) << describe(lib);
+  // One chunk (W = 1), a reduce-scatter, or no tail named: nothing to predict.
+  EXPECT_THROW(predict(problem(OpKind::all_gather_matmul, 1, 1024, 2112, 8192), Algorithm::native,
+                       t, link, &c, NativeTail::library),
+               Error);
+  EXPECT_THROW(predict(problem(OpKind::matmul_reduce_scatter, 2, 1024, 2112, 8192),
+                       Algorithm::native, t, link, &c, NativeTail::library),
+               Error);
+  EXPECT_THROW(predict(p, Algorithm::native, t, link, &c, NativeTail::automatic), Error);
+}
+
+// Where the last chunk's tiles are few (W = 8, m 1024, n 256: 16 tiles of
+// 128x128 per chunk on 132 SMs, each a whole K = 8192 loop, 71 us) and the
+// grid is idle when it lands (100 GB/s: a chunk every 168 us), the library's
+// GEMM of its rows (~12 us) wins: by 15 us over pipelined (its fixed costs)
+// and 54 over the kernel's tail. (At 400 GB/s a chunk every 42 us would
+// leave the previous chunk's tiles running when the last lands: that tail
+// moves, it does not go.) Where the waves decide (compute-bound), the kernel
+// keeps it. Forcing either is obeyed; a backend without the capability
+// refuses a forced library tail.
+TEST(CostModel, AutoHandsTheLastChunkToTheLibraryWhereItsTilesWouldIdleTheGpu) {
+  const CostTable t = table();
+  const ProblemDesc few = problem(OpKind::all_gather_matmul, 8, 1024, 256, 8192);
+  BackendCaps able = caps(&t, LinkFacts::Kind::arrival, 100);
+  able.native_library_tail = true;
+  const Plan lib = plan(few, able, {});
+  EXPECT_EQ(lib.algorithm, Algorithm::native) << lib.reason;
+  EXPECT_EQ(lib.native_tail, NativeTail::library) << lib.reason;
+  EXPECT_EQ(prediction_of(lib, Algorithm::native)->tail, NativeTail::library);
+  EXPECT_TRUE(contains(lib.reason, "the last chunk in schedule order (rank 7's) as a library GEMM"))
+      << lib.reason;
+  // Without the capability the kernel keeps it, predicted slower.
+  const Plan kernel = plan(few, caps(&t, LinkFacts::Kind::arrival, 100), forced(Algorithm::native));
+  EXPECT_EQ(kernel.native_tail, NativeTail::kernel) << kernel.reason;
+  const Prediction* kernel_native = prediction_of(kernel, Algorithm::native);
+  ASSERT_NE(kernel_native, nullptr);
+  EXPECT_GT(kernel_native->ms, prediction_of(lib, Algorithm::native)->ms);
+  EXPECT_FALSE(contains(kernel.reason, "library GEMM")) << kernel.reason;
+
+  // Compute-bound: the kernel keeps the last chunk.
+  BackendCaps fast_link = able;
+  fast_link.link.gbps = 400;
+  const Plan waves = plan(problem(OpKind::all_gather_matmul, 8, 2048, 8192, 8192), fast_link, {});
+  EXPECT_EQ(waves.algorithm, Algorithm::native) << waves.reason;
+  EXPECT_EQ(waves.native_tail, NativeTail::kernel) << waves.reason;
+
+  // Forced either way.
+  ResolvedOptions in_kernel = forced(Algorithm::native);
+  in_kernel.native_tail = NativeTail::kernel;
+  EXPECT_EQ(plan(few, able, in_kernel).native_tail, NativeTail::kernel);
+  ResolvedOptions to_library = forced(Algorithm::native);
+  to_library.native_tail = NativeTail::library;
+  const Plan forced_lib = plan(problem(OpKind::all_gather_matmul, 8, 2048, 8192, 8192), fast_link,
+                               to_library);
+  EXPECT_EQ(forced_lib.native_tail, NativeTail::library) << forced_lib.reason;
+  EXPECT_TRUE(contains(forced_lib.reason, "as a library GEMM, forced")) << forced_lib.reason;
+  try {
+    plan(few, caps(&t, LinkFacts::Kind::arrival, 100), to_library);
+    ADD_FAILURE() << "a forced library tail planned on a backend without one";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::unsupported);
+    EXPECT_TRUE(contains(e.what(), "native_tail: library was forced")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "native kernel runs every chunk")) << e.what();
+  }
+  // A reduce-scatter has no awaited chunk: the setting does not apply.
+  const Plan rs = plan(problem(OpKind::matmul_reduce_scatter, 8, 1024, 8192, 8192), able,
+                       to_library);
+  EXPECT_EQ(rs.native_tail, NativeTail::kernel) << rs.reason;
+  // A seeded table is shown, not followed: the rules keep the kernel's tail.
+  CostTable seeded = table();
+  seeded.calibrated = false;
+  BackendCaps shown = able;
+  shown.cost_table = &seeded;
+  EXPECT_EQ(plan(few, shown, forced(Algorithm::native)).native_tail, NativeTail::kernel);
 }
 
 TEST(CostModel, TransferBoundPicksAnOverlappingAlgorithm) {
@@ -425,6 +517,72 @@ TEST(ConfigChoice, ForcedTilesWinOverThePrediction) {
   narrow.tile_n = 128;
   EXPECT_EQ(native_pick(plan(compute_bound(), two_configs(&t, kComputeGbps), narrow)),
             "pp_128x128");
+}
+
+// A config built but never measured (efficiency 0), the only one whose
+// 64-row tiles fit m per rank 64: forcing native runs it; auto picks native
+// with it only from a calibrated table with its own samples; and where
+// measured configs fit too, the rules keep to those.
+TEST(ConfigChoice, AnUnmeasuredConfigIsForcedOrPickedFromItsSamplesOnly) {
+  NativeConfig small = test_inputs::native_config("pp_64x128", 64, 64, 128, 0.0, 132);
+  const ProblemDesc decode = problem(OpKind::all_gather_matmul, 8, 64, 8192, 8192);
+  // As a backend reports them for `p`: the kernel refuses the 256-row configs
+  // where m per rank is not a multiple of 256.
+  const auto facts_for = [&](const ProblemDesc& p, const CostTable* t) {
+    BackendCaps c = two_configs(t, kTransferGbps);
+    for (NativeConfig& measured_config : c.native_configs) {
+      if (p.m % measured_config.m_granularity) measured_config.refusal = "m_per_chunk";
+    }
+    c.native_configs.push_back(small);
+    return c;
+  };
+  const auto facts = [&](const CostTable* t) { return facts_for(decode, t); };
+
+  // Rules only (no table): not for auto, yes when forced.
+  const Plan rules = plan(decode, facts(nullptr), {});
+  EXPECT_NE(rules.algorithm, Algorithm::native) << rules.reason;
+  EXPECT_TRUE(contains(rules.reason, "pp_64x128, the only one that fits, was never measured"))
+      << rules.reason;
+  const Plan forced_rules = plan(decode, facts(nullptr), forced(Algorithm::native));
+  EXPECT_EQ(forced_rules.algorithm, Algorithm::native);
+  EXPECT_EQ(forced_rules.native_config, "pp_64x128");
+  EXPECT_EQ(forced_rules.tile_m, 64);
+
+  // A calibrated table without its samples cannot predict it: still not for
+  // auto, and no prediction is made up for it (forced or not).
+  const CostTable without = parse_cost_table(config_table(500, 450), "no-samples.txt");
+  EXPECT_FALSE(can_predict_native(without, small, Layout::row_major));
+  EXPECT_THROW(native_wave_ms(without, small, Layout::row_major, 512, 8192, 8192), Error);
+  const Plan blind = plan(decode, facts(&without), {});
+  EXPECT_NE(blind.algorithm, Algorithm::native) << blind.reason;
+  EXPECT_EQ(prediction_of(blind, Algorithm::native), nullptr) << blind.reason;
+  EXPECT_TRUE(contains(blind.reason, "never measured")) << blind.reason;
+  const Plan forced_blind = plan(decode, facts(&without), forced(Algorithm::native));
+  EXPECT_EQ(forced_blind.native_config, "pp_64x128");
+  EXPECT_EQ(prediction_of(forced_blind, Algorithm::native), nullptr);
+
+  // With its samples (one wave of 132 tiles at 1000 TFLOP/s) it is predicted
+  // and, that fast, chosen; the other layout still has none.
+  const CostTable with = parse_cost_table(
+      config_table(500, 450, "calibrated",
+                   "gemm pp_64x128 row 8448 128 8192 " +
+                       std::to_string(2.0 * 8448 * 128 * 8192 / 1e12) + "\n"),
+      "samples.txt");
+  EXPECT_TRUE(can_predict_native(with, small, Layout::row_major));
+  EXPECT_FALSE(can_predict_native(with, small, Layout::col_major));
+  const Plan picked = plan(decode, facts(&with), {});
+  EXPECT_EQ(picked.algorithm, Algorithm::native) << picked.reason;
+  EXPECT_EQ(native_pick(picked), "pp_64x128") << picked.reason;
+
+  // m per rank 1024: the measured configs fit, and the rules choose among
+  // them (the unmeasured one first in the list would not change that).
+  BackendCaps wide = facts_for(transfer_bound(), nullptr);
+  std::rotate(wide.native_configs.rbegin(), wide.native_configs.rbegin() + 1,
+              wide.native_configs.rend());
+  ASSERT_EQ(wide.native_configs.front().name, "pp_64x128");
+  EXPECT_EQ(choose_native_config(transfer_bound(), wide.native_configs, 132)->name,
+            "coop_128x256");
+  EXPECT_EQ(plan(transfer_bound(), wide, {}).native_config, "coop_128x256");
 }
 
 void expect_parse_error(const std::string& text, const std::string& part) {

@@ -4,9 +4,10 @@
 // written is caught; guard regions after the outputs):
 //
 //   LoopbackCorrectness/AllCases.MatchesFloat64OnEveryRank
-//       W = 1, 2, 4, 8 x B row/col-major x native/pipelined/decomposed x
+//       W = 1, 2, 4, 8 x B row/col-major x native (and at W >= 2 native
+//       with its last chunk as a library GEMM)/pipelined/decomposed x
 //       Link::pcie/arrival; random shapes from the printed seed (native: m a
-//       multiple of 128, several tiles per chunk, partial N tiles;
+//       multiple of 64, often one tile row per chunk, partial N tiles;
 //       pipelined/decomposed: any m, n, k, dtypes bf16/fp16/fp32 in
 //       rotation); with and without the gathered A (bitwise equal to the
 //       concatenated shards when requested). Two rounds per group, fresh
@@ -48,12 +49,14 @@ struct Case {
   Link link;
   DType dtype;  // bf16 for native
   bool gathered;
+  NativeTail tail = NativeTail::automatic;  // native: library forces the library tail
 };
 
 std::string describe(const Case& c) {
   return std::string(to_string(c.algorithm)) + "_W" + std::to_string(c.world) +
          (c.b_col_major ? "_bcol_" : "_brow_") + cuda::to_string(c.link) + "_" +
-         to_string(c.dtype) + (c.gathered ? "_gathered" : "_nogathered");
+         to_string(c.dtype) + (c.gathered ? "_gathered" : "_nogathered") +
+         (c.tail == NativeTail::library ? "_librarytail" : "");
 }
 std::string case_name(const ::testing::TestParamInfo<Case>& info) { return describe(info.param); }
 void PrintTo(const Case& c, std::ostream* out) { *out << describe(c); }
@@ -73,6 +76,11 @@ std::vector<Case> cases() {
           // output.
           const DType dtype = a == Algorithm::native ? DType::bf16 : dtypes[(combo + lane) % 3];
           all.push_back({a, world, col, link, dtype, index % 2 == 0});
+          // Native again with its last chunk as a library GEMM, beside the
+          // kernel's other chunks (W >= 2).
+          if (a == Algorithm::native && world >= 2) {
+            all.push_back({a, world, col, link, dtype, index % 2 != 0, NativeTail::library});
+          }
           ++lane;
           ++index;
         }
@@ -88,15 +96,15 @@ std::int64_t draw(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
 }
 
 // A random non-square shape the forced algorithm can run. Native: m a
-// multiple of 128 (the smallest m granularity of the kernel configs; often
-// not one of 256), n and k multiples of 8, n usually not a multiple of any
+// multiple of 64 (the smallest m granularity of the kernel configs; often
+// not one of 128 or 256, so the 64-row configs run too), n and k multiples of 8, n usually not a multiple of any
 // tile N (clipped tiles), several tiles per chunk. Library algorithms: any
 // sizes, odd ones included.
 Shape draw_shape(const Case& c, std::mt19937_64& rng) {
   Shape s =
       asynctp_test::loopback::loopback_shape(c.world, 0, 0, 0, c.dtype, c.b_col_major, c.gathered);
   if (c.algorithm == Algorithm::native) {
-    s.m = 128 * draw(rng, 1, c.world <= 2 ? 4 : 2);
+    s.m = 64 * draw(rng, 1, c.world <= 2 ? 8 : 4);
     s.n = 8 * draw(rng, 17, 100);  // 136 .. 800
     s.k = 8 * draw(rng, 2, 96);    // 16 .. 768
   } else {
@@ -125,7 +133,8 @@ TEST_P(LoopbackCorrectness, MatchesFloat64OnEveryRank) {
   CUDA_ASSERT(streams.create(c.world));
   LoopbackProblem problem(shape, rng);
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
-  const Options options = lb::options_for(c.algorithm);
+  Options options = lb::options_for(c.algorithm);
+  if (c.tail != NativeTail::automatic) options.native_tail = c.tail;
 
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
@@ -145,6 +154,9 @@ TEST_P(LoopbackCorrectness, MatchesFloat64OnEveryRank) {
         EXPECT_GT(res.info.tile_n, 0);
         EXPECT_EQ(0, shape.m % res.info.tile_m)
             << "native ran with tile M " << res.info.tile_m << " on m per rank " << shape.m;
+        EXPECT_EQ(c.tail == NativeTail::library,
+                  lb::contains(res.info.reason, "as a library GEMM, forced"))
+            << res.info.reason;
       }
     }
     ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());

@@ -5,7 +5,8 @@
 // non-blocking stream per rank.
 //
 //   LoopbackGraphReplay/Cases.ThousandReplaysMatchTheFirst
-//       all-gather + matmul on Link::pcie: native, pipelined, decomposed;
+//       all-gather + matmul on Link::pcie: native (its last chunk in the
+//       kernel, and as a library GEMM), pipelined, decomposed;
 //       matmul + reduce-scatter on Link::arrival (Link::pcie refuses the
 //       capture): pipelined, decomposed (uneven K-slices).
 //       A direct call first (checked against float64; it sets up what a
@@ -52,11 +53,12 @@ enum class Op { all_gather_matmul, matmul_reduce_scatter };
 struct Case {
   Op op;
   Algorithm algorithm;
+  NativeTail tail = NativeTail::automatic;
 };
 
 std::string describe(const Case& c) {
   return std::string(c.op == Op::all_gather_matmul ? "all_gather_matmul_" : "reduce_scatter_") +
-         to_string(c.algorithm);
+         to_string(c.algorithm) + (c.tail == NativeTail::library ? "_library_tail" : "");
 }
 void PrintTo(const Case& c, std::ostream* out) { *out << describe(c); }
 
@@ -77,7 +79,8 @@ void replay_thousand_times(const Case& c, Link link, Problem& problem, const Out
   lb::RankStreams streams;
   CUDA_ASSERT(streams.create(kWorld));
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
-  const Options options = lb::options_for(c.algorithm);
+  Options options = lb::options_for(c.algorithm);
+  options.native_tail = c.tail;
   const auto call = [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); };
 
   // 1. A direct call.
@@ -158,6 +161,8 @@ TEST_P(LoopbackGraphReplay, ThousandReplaysMatchTheFirst) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, LoopbackGraphReplay,
                          ::testing::Values(Case{Op::all_gather_matmul, Algorithm::native},
+                                           Case{Op::all_gather_matmul, Algorithm::native,
+                                                NativeTail::library},
                                            Case{Op::all_gather_matmul, Algorithm::pipelined},
                                            Case{Op::all_gather_matmul, Algorithm::decomposed},
                                            Case{Op::matmul_reduce_scatter, Algorithm::pipelined},

@@ -12,8 +12,13 @@
 //       a fitting shape of at most 16 output tiles: the plan is decomposed and says
 //       how many SMs native would keep busy; the auto call runs it
 //       correctly, and forced native still runs and is correct.
+//   LoopbackPlanner.UnmeasuredSmallTilesRunOnlyWhenForced
+//       m per rank 64 and 192 (multiples of the 64-row configs only, which
+//       are built but not measured): auto's plan is not native and says the
+//       config was never measured; forced native plans tile M 64 and runs
+//       correctly.
 //   LoopbackPlanner.AutoFallsBackAndSaysWhy
-//       m per rank not a multiple of the tile M (64, 192, 200), fp16, fp32,
+//       m per rank not a multiple of the tile M (96, 160, 200), fp16, fp32,
 //       n or k not a multiple of 8: the plan is not native and its reason
 //       names the broken rule's value; the auto call runs the fallback
 //       (same plan) correctly. Both skipped in a process with
@@ -82,6 +87,18 @@ class LoopbackPlanner : public ::testing::Test {
   }
 
   lb::CleanPlannerEnv env_;
+  // Forced native on every rank of the group: it runs, and every rank's
+  // output (poisoned first) is right.
+  void expect_forced_native_correct(LoopbackProblem& problem, const std::string& label) {
+    const Options native = lb::options_for(Algorithm::native);
+    ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+    const auto results = lb::run_ranks(
+        *group_, streams_,
+        [&](Comm& comm, cudaStream_t s) { return problem.call(comm, native, s); }, label);
+    lb::expect_all_ok(results, Algorithm::native);
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+  }
+
   const Seed seed_;
   std::mt19937_64 rng_ = seed_.rng();
   std::optional<LoopbackGroup> group_;
@@ -131,13 +148,29 @@ TEST_F(LoopbackPlanner, AutoDoesNotOverlapWhereTheKernelWouldLeaveSmsIdle) {
   EXPECT_TRUE(lb::contains(plan.reason, "overlap does not pay")) << plan.reason;
   EXPECT_TRUE(lb::contains(plan.reason, "SMs busy")) << plan.reason;
 
-  const Options native = lb::options_for(Algorithm::native);
-  ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
-  const auto results = lb::run_ranks(
-      *group_, streams_, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, native, s); },
-      "forced native on a small shape");
-  lb::expect_all_ok(results, Algorithm::native);
-  ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+  ASSERT_NO_FATAL_FAILURE(expect_forced_native_correct(problem, "forced native on a small shape"));
+}
+
+TEST_F(LoopbackPlanner, UnmeasuredSmallTilesRunOnlyWhenForced) {
+  SCOPED_TRACE(seed_.note());
+  lb::print_case(seed_, "m per rank 64 and 192: the 64-row configs");
+  for (const Shape& shape : {lb::loopback_shape(kWorld, 64, 2048, 256, DType::bf16, false),
+                             lb::loopback_shape(kWorld, 192, 1544, 136, DType::bf16, true)}) {
+    SCOPED_TRACE(shape.to_string());
+    LoopbackProblem problem(shape, rng_);
+    ASSERT_NO_FATAL_FAILURE(problem.prepare());
+    RunInfo plan;
+    ASSERT_NO_FATAL_FAILURE(plan_then_run(*group_, streams_, problem, Options{}, &plan));
+    EXPECT_NE(Algorithm::native, plan.algorithm) << plan.reason;
+    if (!lb::single_hardware_queue()) {  // else the reason is about that variable
+      EXPECT_TRUE(lb::contains(plan.reason, "never measured")) << plan.reason;
+    }
+    const RunInfo forced = problem.plan(group_->comm(0), lb::options_for(Algorithm::native));
+    EXPECT_EQ(Algorithm::native, forced.algorithm) << forced.reason;
+    EXPECT_EQ(64, forced.tile_m) << forced.reason;
+    ASSERT_NO_FATAL_FAILURE(
+        expect_forced_native_correct(problem, "forced native with 64-row tiles"));
+  }
 }
 
 struct Unfit {
@@ -147,9 +180,9 @@ struct Unfit {
 
 std::vector<Unfit> unfit_shapes() {
   return {
-      // m per rank not a multiple of any native tile M (128 or 256).
-      {lb::loopback_shape(kWorld, 64, 256, 128), {"64", "multiple"}},
-      {lb::loopback_shape(kWorld, 192, 256, 128, DType::bf16, true), {"192", "multiple"}},
+      // m per rank not a multiple of any native tile M (64, 128 or 256).
+      {lb::loopback_shape(kWorld, 96, 256, 128), {"96", "multiple"}},
+      {lb::loopback_shape(kWorld, 160, 256, 128, DType::bf16, true), {"160", "multiple"}},
       {lb::loopback_shape(kWorld, 200, 256, 128), {"200", "multiple"}},
       // Not bf16.
       {lb::loopback_shape(kWorld, 256, 256, 128, DType::fp16), {"fp16"}},

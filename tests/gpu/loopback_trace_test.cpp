@@ -11,8 +11,10 @@
 //       call. Native: one first-to-last-tile span per chunk with begin <=
 //       end, lanes and start times in the scheduler's order (all-gather:
 //       the rank's own chunk first; reduce-scatter: rank + 1 first, its own
-//       last). The results are correct, and an untraced call afterwards
-//       adds nothing to the trace.
+//       last). The all-gather's native with a library tail: the kernel's
+//       chunks stamped, the last chunk in schedule order a "tail GEMM"
+//       span on lane 2 instead. The results are correct, and an untraced
+//       call afterwards adds nothing to the trace.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,11 +45,17 @@ enum class Op { all_gather, reduce_scatter };
 struct Case {
   Op op;
   Algorithm algorithm;
+  NativeTail tail = NativeTail::kernel;  // all-gather native only
 };
+
+bool library_tail(const Case& c) {
+  return c.op == Op::all_gather && c.algorithm == Algorithm::native &&
+         c.tail == NativeTail::library;
+}
 
 std::string describe(const Case& c) {
   return std::string(c.op == Op::all_gather ? "all_gather_" : "reduce_scatter_") +
-         to_string(c.algorithm);
+         to_string(c.algorithm) + (library_tail(c) ? "_library_tail" : "");
 }
 
 std::vector<Case> cases() {
@@ -57,6 +65,7 @@ std::vector<Case> cases() {
       all.push_back({op, a});
     }
   }
+  all.push_back({Op::all_gather, Algorithm::native, NativeTail::library});
   return all;
 }
 
@@ -181,10 +190,19 @@ void check_rank(const Case& c, const std::vector<Trace::Event>& all, int world, 
       ASSERT_NE(kernel, nullptr);
       expect_inside(*kernel, *call);
       const std::vector<Trace::Event> chunks = ev.on_lane_prefix("device tiles: chunk ");
-      ASSERT_EQ(chunks.size(), static_cast<std::size_t>(world)) << "one span per chunk";
+      // A library tail takes the last chunk in schedule order: never stamped.
+      const int in_kernel = library_tail(c) ? world - 1 : world;
+      ASSERT_EQ(chunks.size(), static_cast<std::size_t>(in_kernel))
+          << "one span per chunk the kernel runs";
       const std::vector<int> order = scheduler_order(c.op, world, rank);
+      if (library_tail(c)) {
+        const int last = order.back();
+        const auto tail = ev.chunk("device lane 2", "tail GEMM chunk", last, false);
+        ASSERT_EQ(tail.size(), 1u) << "the library tail's GEMM of chunk " << last;
+        expect_inside(tail[0], *call);
+      }
       double previous_start = -1e300;
-      for (int i = 0; i < world; ++i) {
+      for (int i = 0; i < in_kernel; ++i) {
         const Trace::Event& e = chunks[static_cast<std::size_t>(i)];
         const int expected = order[static_cast<std::size_t>(i)];
         EXPECT_EQ(e.name, "chunk " + std::to_string(expected) + " tiles");
@@ -242,8 +260,9 @@ TEST_P(LoopbackTrace, HoldsEveryStep) {
   CUDA_ASSERT(streams.create(kWorld));
   Trace trace;
   Options options = lb::options_for(c.algorithm);
+  if (c.op == Op::all_gather && c.algorithm == Algorithm::native) options.native_tail = c.tail;
+  Options untraced = options;
   options.trace = &trace;
-  Options untraced = lb::options_for(c.algorithm);
 
   std::function<RunInfo(Comm&, cudaStream_t, const Options&)> call;
   std::function<void()> expect_correct;

@@ -127,6 +127,10 @@ TEST_F(NativeGemmCanImplement, RejectsEachRule) {
     expect_rejected(c, with([&](auto& a) { a.m_per_chunk = c.m_granularity / 2; }),
                     "m_per_chunk < granularity", {"m_per_chunk", "multiple of " + gran});
     expect_rejected(c, with([](auto& a) { a.n = kN - 4; }), "n % 8", {"multiples of 8"});
+    expect_rejected(c, with([](auto& a) { a.chunks_in_kernel = -1; }), "chunks_in_kernel < 0",
+                    {"chunks_in_kernel"});
+    expect_rejected(c, with([](auto& a) { a.chunks_in_kernel = a.world_size + 1; }),
+                    "chunks_in_kernel > world_size", {"chunks_in_kernel", "world_size"});
     expect_rejected(c, with([](auto& a) { a.k = kK + 2; }), "k % 8", {"multiples of 8"});
     expect_rejected(c, with([&](auto& a) { a.a = static_cast<const char*>(a_.p) + 8; }),
                     "misaligned a", {"16-byte aligned"});

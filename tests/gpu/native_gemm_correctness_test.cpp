@@ -178,4 +178,75 @@ TEST(NativeGemmLarge, MaxSmsLimited) {
   }
 }
 
+// chunks_in_kernel: the kernel runs the first chunks in schedule order (from
+// the pivot) and leaves the rest to the caller (the library tail). The
+// left-out chunks' flags are never set, so a wait on them would time out
+// (0.5 s) and show in the error words; their rows must stay poisoned, and
+// every row the kernel runs must be right.
+TEST(NativeGemmPartial, LeavesTheLastChunksToTheCaller) {
+  ASYNCTP_REQUIRE_SM90();
+  const int w = 4;
+  for (const nat::NativeGemmConfig& config :
+       nat::native_gemm_configs(nat::ChunkSync::acquire_input)) {
+    const bool bcol = !config.has_b_row_major;
+    const Seed seed(config.name);
+    SCOPED_TRACE(seed.note());
+    auto rng = seed.rng();
+    const HostProblem hp(w, config.m_granularity, random_multiple_of_8(rng, 264, 640),
+                         random_multiple_of_8(rng, 136, 264), bcol, rng);
+    const std::uint32_t epoch = random_epoch(rng);
+    for (int in_kernel : {1, w - 1}) {
+      const int pivot = static_cast<int>(rng() % w);
+      const std::string what = shape_label(config, hp) + " pivot " + std::to_string(pivot) +
+                               " chunks_in_kernel " + std::to_string(in_kernel);
+      SCOPED_TRACE(what);
+      DeviceProblem dp;
+      ASSERT_NO_FATAL_FAILURE(upload(hp, dp));
+      std::vector<std::uint32_t> flag_values(static_cast<std::size_t>(w), epoch - 1);
+      std::vector<bool> in(static_cast<std::size_t>(w), false);
+      for (int i = 0; i < in_kernel; ++i) {
+        flag_values[static_cast<std::size_t>((pivot + i) % w)] = epoch;
+        in[static_cast<std::size_t>((pivot + i) % w)] = true;
+      }
+      DeviceBuffer flags;
+      CUDA_ASSERT(flags.alloc(sizeof(std::uint32_t) * static_cast<std::size_t>(w)));
+      CUDA_ASSERT(cudaMemcpy(flags.p, flag_values.data(), flag_values.size() * sizeof(std::uint32_t),
+                             cudaMemcpyHostToDevice));
+      nat::NativeGemmArgs args = make_args(hp, dp, pivot, flags.as<std::uint32_t>(), epoch,
+                                           500'000'000ull);
+      args.chunks_in_kernel = in_kernel;
+      std::string reason;
+      ASSERT_TRUE(nat::can_implement(config, args, &reason)) << reason;
+      Stream stream;
+      CUDA_ASSERT(stream.create());
+      CUDA_ASSERT(nat::launch(config, args, nullptr, stream.s));
+      CUDA_ASSERT(wait_stream_bounded(stream.s, 30.0, what));
+
+      HostTensor c(asynctp::DType::bf16, hp.m(), hp.n);
+      CUDA_ASSERT(cudaMemcpy(c.data(), dp.c.p, hp.c_bytes(), cudaMemcpyDeviceToHost));
+      std::uint32_t err[3] = {1, 1, 1};
+      CUDA_ASSERT(cudaMemcpy(err, dp.err.p, sizeof err, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(0u, err[0]) << "the kernel waited on a chunk left to the caller: "
+                            << nat::native_gemm_error_message(err, 500'000'000ull);
+      const double tol = asynctp::core::error_tolerance(asynctp::DType::bf16);
+      const std::int64_t chunk_elements = hp.m_per_chunk * hp.n;
+      for (int chunk = 0; chunk < w; ++chunk) {
+        asynctp::TensorView rows = c.view();
+        rows.data = static_cast<std::uint16_t*>(rows.data) + chunk * chunk_elements;
+        rows.rows = hp.m_per_chunk;
+        const auto from = hp.reference.begin() + chunk * chunk_elements;
+        const std::vector<double> expected(from, from + chunk_elements);
+        const auto cmp = asynctp::core::compare_to_reference(rows, expected);
+        if (in[static_cast<std::size_t>(chunk)]) {
+          EXPECT_EQ(0, cmp.unwritten) << "chunk " << chunk << ": rows the kernel left unwritten";
+          EXPECT_LE(cmp.relative_frobenius_error, tol) << "chunk " << chunk;
+        } else {
+          EXPECT_EQ(chunk_elements, cmp.unwritten) << "chunk " << chunk
+                                                   << " was left to the caller but written";
+        }
+      }
+    }
+  }
+}
+
 }  // namespace

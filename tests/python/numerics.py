@@ -74,13 +74,16 @@ def reduce_scatter_reference(As, Bs, rank, scatter_dim=0):
     """Rank `rank`'s out of fused_matmul_reduce_scatter(As[s], Bs[s]) summed
     over the W = len(As) ranks, in float64, with the terms of its error bound:
     reference.cpp's reference_matmul_reduce_scatter, for A of any rank >= 2
-    scattered along `scatter_dim`. Inputs are read exactly."""
+    scattered along `scatter_dim` (the last dimension: B's columns are
+    scattered). Inputs are read exactly."""
     world = len(As)
     value = magnitude = accumulation_error = 0
     partials = []
     for A, B in zip(As, Bs):
-        a = A.double().chunk(world, dim=scatter_dim)[rank]
-        b = B.double()
+        if scatter_dim % A.dim() == A.dim() - 1:
+            a, b = A.double(), B.double().chunk(world, dim=1)[rank]
+        else:
+            a, b = A.double().chunk(world, dim=scatter_dim)[rank], B.double()
         k = a.shape[-1]
         p = a @ b
         g = a.abs() @ b.abs()

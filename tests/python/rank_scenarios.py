@@ -69,6 +69,13 @@ def all_gather_cases():
                 ((3, 4, 16), 1, [10], dtype, algorithm, True, True),
                 ((2, 3, 4, 8), -2, [6], dtype, algorithm, False, False),
             ]
+    # The last dimension (K): gathered, then one matmul (decomposed).
+    for algorithm in ("decomposed", "auto"):
+        cases += [
+            ((6, 16), 1, [12], torch.float32, algorithm, True, True),
+            ((2, 5, 8), -1, [10, 6], torch.bfloat16, algorithm, False, True),
+            ((3, 8), -1, [16], torch.float16, algorithm, False, False),
+        ]
     return cases
 
 
@@ -76,7 +83,8 @@ def check_all_gather(seed):
     for i, (shape, gdim, ns, dtype, algorithm, col_major, return_A) in enumerate(all_gather_cases()):
         what = f"all_gather_matmul case {i}: A {shape} gather_dim {gdim} {dtype} {algorithm}"
         (shards,) = inputs(seed + i, shape, dtype=dtype)
-        k = shape[-1]
+        last = gdim % len(shape) == len(shape) - 1
+        k = shape[-1] * (WORLD if last else 1)  # along K, B contracts every shard's
         Bs = [inputs(seed + 1000 * (j + 1) + i, (n, k) if col_major else (k, n), dtype=dtype)[0][0]
               for j, n in enumerate(ns)]
         Bs = [B.t() if col_major else B for B in Bs]  # the same B on every rank
@@ -87,12 +95,16 @@ def check_all_gather(seed):
             algorithm=algorithm,
         )
         ran, reason = atp.last_run("fused_all_gather_matmul")
-        if algorithm != "auto":
-            check(ran == algorithm, f"{what}: ran {ran} ({reason})")
-        expected_A = fallback_layout(shards, gdim % len(shape))
+        if algorithm != "auto" or last:
+            check(ran == "decomposed" if last else ran == algorithm, f"{what}: ran {ran} ({reason})")
+        if last:  # torch's fallback: the shards side by side along K
+            expected_A = torch.cat(shards, dim=-1)
+        else:
+            expected_A = fallback_layout(shards, gdim % len(shape))
         # At W = 1 torch's flatten is a view that keeps A_shard's own layout;
-        # asynctp returns the gathered-dimension-outermost layout of W > 1.
-        if return_A and WORLD > 1:
+        # asynctp returns the gathered-dimension-outermost layout of W > 1
+        # (along the last dimension a transposed view, where torch's is dense).
+        if return_A and WORLD > 1 and not last:
             check(A.shape == expected_A.shape and A.stride() == expected_A.stride(),
                   f"{what}: gathered A {tuple(A.shape)} strides {A.stride()}, torch's fallback "
                   f"gives {tuple(expected_A.shape)} {expected_A.stride()}")
@@ -119,7 +131,12 @@ def reduce_scatter_cases():
                 ((WORLD * 2, 3, 16), 0, 10, dtype, algorithm, "avg", False),
                 ((3, WORLD * 2, 16), 1, 8, dtype, algorithm, "sum", True),
                 ((2, 3, WORLD, 8), -2, 6, dtype, algorithm, "sum", False),
+                # The last dimension: B's columns scattered, B^T used in
+                # place when B is column-major, copied when row-major.
+                ((5, 16), -1, WORLD * 4, dtype, algorithm, "sum", True),
+                ((2, 3, 12), 2, WORLD * 2, dtype, algorithm, "avg", False),
             ]
+    cases.append(((64, 32), -1, WORLD * NATIVE_ROWS, torch.bfloat16, "native", "sum", True))
     return cases
 
 
@@ -236,7 +253,12 @@ def scenario_compile(seed):
         # have no autograd formula of their own: the layers carry it).
         w = model[0].weight.detach()
         _, (z,) = atp.fused_all_gather_matmul(y.detach(), [w.t()], 0, name)
-        return y, atp.fused_matmul_reduce_scatter(z, w, "sum", 0, name)
+        # And along the last dimension (transposed views: the fake results'
+        # strides must be the real ones for the graph to hold).
+        wide, _ = atp.fused_all_gather_matmul(y.detach(), [w.t().repeat(WORLD, 1)], -1, name)
+        ones = torch.ones(WORLD * h, WORLD * 2, device=DEVICE)
+        cols = atp.fused_matmul_reduce_scatter(wide.contiguous(), ones, "sum", -1, name)
+        return y, atp.fused_matmul_reduce_scatter(z, w, "sum", 0, name) + cols.sum()
 
     x = torch.randn(s, 3, h, device=DEVICE, requires_grad=True)
     eager_y, eager_z = step(x)
@@ -317,6 +339,26 @@ def scenario_bad_inputs(bad_rank):
         expect_error("indivisible scatter dim",
                      lambda: atp.fused_matmul_reduce_scatter(rs_a, good_b, "sum", 0, g),
                      asynctp.MismatchError, f"rank {bad_rank}")
+    # The last dimension: a forced overlapping algorithm for the gather, and
+    # an N the group does not divide for the scatter (the bad rank's calls).
+    wide_b = torch.randn(WORLD * 16, 4, device=DEVICE)
+    odd_n_b = torch.randn(16, 2 * WORLD + 1, device=DEVICE)
+    last_dim_cases = [
+        ("native along the last dimension",
+         lambda: atp.fused_all_gather_matmul(good_a, [wide_b], -1, g, algorithm="native"),
+         lambda: atp.fused_all_gather_matmul(good_a, [good_b], 0, g),
+         "algorithm: 'native' cannot gather along the last dimension"),
+        ("N not divisible, scattered along the last dimension",
+         lambda: atp.fused_matmul_reduce_scatter(good_a, odd_n_b, "sum", -1, g),
+         lambda: atp.fused_matmul_reduce_scatter(torch.randn(2 * WORLD, 16, device=DEVICE),
+                                                 good_b, "sum", 0, g),
+         "B: its N = " + str(2 * WORLD + 1) + " columns must be divisible by the group size"),
+    ]
+    for what, bad_call, good_call, rule in last_dim_cases:
+        if me_bad:
+            expect_error(what, bad_call, asynctp.InvalidArgumentError, rule)
+        else:
+            expect_error(what, good_call, asynctp.MismatchError, f"rank {bad_rank}")
     if me_bad:
         expect_error("reduce_op", lambda: atp.fused_matmul_reduce_scatter(
             torch.randn(2 * WORLD, 16, device=DEVICE), good_b, "max", 0, g),
@@ -411,6 +453,25 @@ def scenario_cuda(seed, report_path=""):
         # NCCL's ring (decomposed) stores each step's running sum in the dtype.
         check_reduce_scatter_output(f"cuda rs {algorithm}", out.cpu(), rs_ref, dtype, False,
                                     "output_dtype" if ran == "decomposed" else "fp32")
+    # Along the last dimension: the scatter of B's columns (B = weight.t(),
+    # used in place) and the gather along K.
+    b_cols = [B.t().contiguous().t() for B in b_all]  # column-major, as weight.t()
+    cols_ref = numerics.reduce_scatter_reference(a_all, b_cols, RANK, -1)
+    for algorithm in ("native", "pipelined", "decomposed"):
+        out = atp.fused_matmul_reduce_scatter(a_all[RANK].cuda(), b_cols[RANK].cuda(), "sum", -1,
+                                              g, algorithm=algorithm)
+        torch.cuda.synchronize()
+        ran, reason = atp.last_run("fused_matmul_reduce_scatter")
+        check(ran == algorithm, f"cuda rs last dim {algorithm}: ran {ran} ({reason})")
+        check_reduce_scatter_output(f"cuda rs last dim {algorithm}", out.cpu(), cols_ref, dtype,
+                                    False, "output_dtype" if ran == "decomposed" else "fp32")
+    wide_b = torch.cat([b] * WORLD).cuda()  # K = W k: every shard's columns
+    A_wide, (c_wide,) = atp.fused_all_gather_matmul(a_shard, [wide_b], -1, g)
+    torch.cuda.synchronize()
+    wide_A_ref = torch.cat(shards, dim=-1)
+    check(torch.equal(A_wide.cpu(), wide_A_ref), "cuda ag last dim: gathered A differs")
+    err = numerics.relative_error(c_wide.cpu(), wide_A_ref.double() @ wide_b.double().cpu())
+    check(err <= bound, f"cuda ag last dim: error {err:.3g} > {bound:.3g}")
 
     # CUDA graph: one warm-up call, capture, 100 replays with new inputs.
     static_a = a_shard.clone()

@@ -10,6 +10,20 @@ dimension 0 and A is contiguous, A is used in place; otherwise the move is the
 one copy the op makes of A. The results are views with the fallback's layout
 (the gathered dimension outermost in memory).
 
+The last dimension is the one contracted with B (K) for the gather and the
+one of B's columns (N) for the scatter, so neither is a gather or scatter of
+rows, which is what the library's kernels overlap:
+- fused_matmul_reduce_scatter along it is the library's reduce-scatter of the
+  transposed product, (A @ B)^T = B^T @ A^T: B^T is used in place when B is
+  column-major (weight.t(), as in nn.Linear), else copied once; A^T is a
+  view. Every algorithm applies; the result is the transpose of the library's
+  output rows (a view: the scattered columns outermost in memory).
+- fused_all_gather_matmul along it gathers the shards' transposes through the
+  library (its agreement and bounded waits; one copy of A_shard, and a GEMM
+  of 8 columns that the library's call needs and whose result is unused),
+  then one torch.matmul of the gathered A: decomposed, no overlap. Forcing
+  native or pipelined there is an error. The gathered A is a transposed view.
+
 Registration: torch.library.Library's define / impl (the CPU and CUDA
 kernels) and register_fake, not torch.library.custom_op, whose Python
 autograd and dynamo wrappers cost more per call than the rest of the
@@ -62,7 +76,7 @@ def _moved_first_shape(shape, dim, factor_num, factor_den):
 # ---- rules (local; a broken one is rejected collectively) -------------------------
 
 
-def _a_rules(name, A, dim_name, dim, last_dim_is):
+def _a_rules(name, A, dim_name, dim):
     """The rules both ops set for their A and its gather/scatter dimension:
     (the dimension in [0, ndim - 1), None) or (None, the broken rule)."""
     if not isinstance(A, torch.Tensor) or A.dim() < 2:
@@ -71,11 +85,6 @@ def _a_rules(name, A, dim_name, dim, last_dim_is):
     dim, rule = normalize_dim(dim_name, dim, ndim)
     if rule:
         return None, rule
-    if dim == ndim - 1:
-        return None, (
-            f"{dim_name}: must not be the last dimension ({last_dim_is}); asynctp "
-            "gathers and scatters rows"
-        )
     if A.dtype not in DTYPES:
         return None, (
             f"{name}: dtype must be torch.bfloat16, torch.float16 or torch.float32, got {A.dtype}"
@@ -90,27 +99,37 @@ def _a_rules(name, A, dim_name, dim, last_dim_is):
     return dim, None
 
 
-def _all_gather_rules(A_shard, Bs, gather_dim):
-    dim, rule = _a_rules("A_shard", A_shard, "gather_dim", gather_dim,
-                         "K, the one contracted with B")
+def _all_gather_rules(A_shard, Bs, gather_dim, world_size):
+    dim, rule = _a_rules("A_shard", A_shard, "gather_dim", gather_dim)
     if rule:
         return None, rule
     if len(Bs) == 0:
         return None, "Bs: must hold at least one B"
     k, dtype, index = A_shard.shape[-1], A_shard.dtype, A_shard.get_device()
+    k_is = "A's last dimension"
+    if dim == A_shard.dim() - 1:  # B contracts the gathered K of every rank
+        k, k_is = k * world_size, "the group size x A_shard's last dimension, the gathered K"
     for i, B in enumerate(Bs):
-        rule = b_rule(f"Bs[{i}]", B, k, dtype, index)
+        rule = b_rule(f"Bs[{i}]", B, k, dtype, index, k_is)
         if rule:
             return None, rule
     return dim, None
 
 
 def _reduce_scatter_rules(A, B, reduce_op, scatter_dim, world_size):
-    dim, rule = _a_rules("A", A, "scatter_dim", scatter_dim, "N of A @ B")
+    dim, rule = _a_rules("A", A, "scatter_dim", scatter_dim)
     if rule:
         return None, rule
     if reduce_op != "sum" and reduce_op != "avg":
         return None, f"reduce_op: must be 'sum' or 'avg', got {reduce_op!r}"
+    if dim == A.dim() - 1:  # the output's last dimension, B's columns, is scattered
+        rule = b_rule("B", B, A.shape[-1], A.dtype, A.get_device())
+        if rule is None and B.shape[1] % world_size:
+            rule = (
+                f"B: its N = {B.shape[1]} columns must be divisible by the group size "
+                f"{world_size} (scatter_dim is the last dimension: N is scattered)"
+            )
+        return dim, rule
     if A.shape[dim] % world_size:
         return None, (
             f"A: dimension scatter_dim = {dim} (size {A.shape[dim]}) must be divisible by the "
@@ -163,8 +182,16 @@ def _gathered_buffers(A_shard, Bs, dim, world_size, need_A):
 def _fused_all_gather_matmul(A_shard, Bs, gather_dim, group_name, return_A, algorithm):
     comm = _group_comm.comm_for_tensor(group_name, A_shard)
     W = comm.world_size
-    dim, rule = _all_gather_rules(A_shard, Bs, gather_dim)
+    dim, rule = _all_gather_rules(A_shard, Bs, gather_dim, W)
+    last = dim is not None and dim == A_shard.dim() - 1
+    if last and not rule and algorithm not in _LAST_DIM_GATHER_ALGORITHMS:
+        rule = (
+            f"algorithm: {algorithm!r} cannot gather along the last dimension (K, the one "
+            "contracted with B): that gather runs decomposed; use '', 'auto' or 'decomposed'"
+        )
     dim = _checked(comm, dim, rule or grad_rule("A_shard, Bs", [A_shard, *Bs]))
+    if last:
+        return _gather_last_dim(comm, A_shard, Bs, return_A)
     A_local = A_shard if dim == 0 else A_shard.movedim(dim, 0).contiguous()
     k = A_shard.shape[-1]
     m = A_local.numel() // k if k else 0
@@ -185,13 +212,48 @@ def _fused_all_gather_matmul(A_shard, Bs, gather_dim, group_name, return_A, algo
 
 def _fused_all_gather_matmul_fake(A_shard, Bs, gather_dim, group_name, return_A, algorithm):
     W = _group_comm.group_size(group_name)
-    dim, rule = _all_gather_rules(A_shard, Bs, gather_dim)
+    dim, rule = _all_gather_rules(A_shard, Bs, gather_dim, W)
     if rule:
         raise InvalidArgumentError(rule)
+    if dim == A_shard.dim() - 1:
+        A_mm = _last_dim_gathered(A_shard, W)
+        return (A_mm if return_A else A_shard.new_empty(0)), [A_mm @ B for B in Bs]
     A_buf, C_buf = _gathered_buffers(A_shard, Bs, dim, W, True)
     outs = [C_buf] + [A_buf.new_empty(list(A_buf.shape[:-1]) + [B.shape[1]]) for B in Bs[1:]]
     A_out = A_buf.movedim(0, dim) if return_A else A_shard.new_empty(0)
     return A_out, [out.movedim(0, dim) for out in outs]
+
+
+# The gather along the last dimension (see the top of this file).
+_LAST_DIM_GATHER_ALGORITHMS = ("", "auto", "decomposed")
+_PROBE_COLUMNS = 8  # the library call's B: the fewest columns every algorithm takes
+
+
+def _last_dim_gathered(A_shard, W, gathered_t=None):
+    """The gathered A (..., W k) as the transpose of the library's gathered
+    rows (W k x M); a fresh buffer when `gathered_t` is not given."""
+    k = A_shard.shape[-1]
+    M = A_shard.numel() // k if k else 0
+    if gathered_t is None:
+        gathered_t = A_shard.new_empty(W * k, M)
+    return gathered_t.t().reshape(*A_shard.shape[:-1], W * k)
+
+
+def _gather_last_dim(comm, A_shard, Bs, return_A):
+    W = comm.world_size
+    k = A_shard.shape[-1]
+    M = A_shard.numel() // k if k else 0
+    shard_t = A_shard.reshape(M, k).t().contiguous()  # its rows: the shard's columns
+    gathered_t = A_shard.new_empty(W * k, M)
+    probe = A_shard.new_zeros(M, _PROBE_COLUMNS)
+    unused = A_shard.new_empty(W * k, _PROBE_COLUMNS)
+    _last_run["fused_all_gather_matmul"] = _run(
+        "asynctpFusedAllGatherMatmul", comm, A_shard, "decomposed",
+        all_gather_matrices(shard_t, probe, unused, gathered_t, k, M, _PROBE_COLUMNS, W),
+    )
+    A_mm = _last_dim_gathered(A_shard, W, gathered_t)
+    outs = [torch.matmul(A_mm, B) for B in Bs]
+    return (A_mm if return_A else A_shard.new_empty(0)), outs
 
 
 # ---- fused matmul + reduce-scatter ---------------------------------------------------
@@ -202,6 +264,9 @@ def _fused_matmul_reduce_scatter(A, B, reduce_op, scatter_dim, group_name, algor
     W = comm.world_size
     dim, rule = _reduce_scatter_rules(A, B, reduce_op, scatter_dim, W)
     dim = _checked(comm, dim, rule or grad_rule("A, B", [A, B]))
+    if dim == A.dim() - 1:
+        out = _scatter_last_dim(comm, A, B, algorithm)
+        return out.div_(W) if reduce_op == "avg" else out
     A_local = A if dim == 0 else A.movedim(dim, 0).contiguous()
     k, n = A.shape[-1], B.shape[1]
     M = A_local.numel() // k if k else 0
@@ -215,11 +280,38 @@ def _fused_matmul_reduce_scatter(A, B, reduce_op, scatter_dim, group_name, algor
     return out if dim == 0 else out.movedim(0, dim)
 
 
+def _scatter_last_dim_out(A, B, W):
+    """The output (..., N / W) as the transpose of the library's (N / W x M)."""
+    k = A.shape[-1]
+    M = A.numel() // k if k else 0
+    out_t = A.new_empty(B.shape[1] // W, M)
+    return out_t, out_t.t().reshape(*A.shape[:-1], B.shape[1] // W)
+
+
+def _scatter_last_dim(comm, A, B, algorithm):
+    """reduce_scatter(A @ B) along N as the library's reduce-scatter of rows
+    of (A @ B)^T = B^T @ A^T (see the top of this file)."""
+    W = comm.world_size
+    k, n = A.shape[-1], B.shape[1]
+    M = A.numel() // k if k else 0
+    B_t = B.t()
+    if not B_t.is_contiguous():
+        B_t = B_t.contiguous()
+    out_t, out = _scatter_last_dim_out(A, B, W)
+    _last_run["fused_matmul_reduce_scatter"] = _run(
+        "asynctpFusedMatmulReduceScatter", comm, A, algorithm,
+        reduce_scatter_matrices(B_t, A.reshape(M, k).t(), out_t, n, k, M, W),
+    )
+    return out
+
+
 def _fused_matmul_reduce_scatter_fake(A, B, reduce_op, scatter_dim, group_name, algorithm):
     W = _group_comm.group_size(group_name)
     dim, rule = _reduce_scatter_rules(A, B, reduce_op, scatter_dim, W)
     if rule:
         raise InvalidArgumentError(rule)
+    if dim == A.dim() - 1:
+        return _scatter_last_dim_out(A, B, W)[1]
     out = A.new_empty(_moved_first_shape(list(A.shape[:-1]) + [B.shape[1]], dim, 1, W))
     return out.movedim(0, dim)
 

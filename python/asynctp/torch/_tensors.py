@@ -61,8 +61,9 @@ def b_strides(B):
     return None
 
 
-def b_rule(name, B, k, dtype, device_index):
-    """B's rules against A's K, dtype and device (get_device(): -1 on the CPU)."""
+def b_rule(name, B, k, dtype, device_index, k_is="A's last dimension"):
+    """B's rules against the K it must have (`k_is` says what it is), A's
+    dtype and device (get_device(): -1 on the CPU)."""
     if not isinstance(B, torch.Tensor) or B.dim() != 2:
         shape = tuple(B.shape) if isinstance(B, torch.Tensor) else type(B).__name__
         return f"{name}: must be a 2-D tensor (K x N), got {shape}"
@@ -72,7 +73,7 @@ def b_rule(name, B, k, dtype, device_index):
         where = "cpu" if device_index < 0 else f"cuda:{device_index}"
         return f"{name}: must be on {where} (where the other operands are), got {B.device}"
     if B.shape[0] != k:
-        return f"{name}: must have K = {k} rows (A's last dimension), got shape {tuple(B.shape)}"
+        return f"{name}: must have K = {k} rows ({k_is}), got shape {tuple(B.shape)}"
     if b_strides(B) is None:
         return (
             f"{name}: must be row-major (contiguous) or column-major (a transposed contiguous "

@@ -57,6 +57,11 @@ const InstanceInfo* find_instance(const NativeGemmConfig& c, bool b_col_major) {
 //     bursts but 2-9 % slower in sustained W = 8 loopback runs at N = 8192
 //     (bench/NOTES.md v8), hence 0.95
 //   ping-pong 128x128 1x2: m_per_chunk a multiple of 128 only
+//   ping-pong 64x128 1x2 and 64x256 1x1: the only configs for m_per_chunk 64
+//     (decode-like shapes), and finer tiles where 128-row ones leave SMs idle.
+//     Not measured yet: efficiency 0, so the rules never pick them for auto
+//     (core::NativeConfig); a calibrated cost table with their samples
+//     (scripts/device/calibrate.sh) offers them, and a forced native runs them.
 // The reduce-scatter side (ChunkSync::release_output) has one kernel shape,
 // coop 128x256 2x1 (m granularity 256), the all-gather side's most general
 // cooperative one; its efficiency is relative to the same reference (its
@@ -73,6 +78,8 @@ constexpr ConfigSpec kConfigSpecs[] = {
     {ChunkSync::acquire_input, KernelSchedule::kCooperative, 128, 256, 64, 2, 1, 1, 1.00, 0},
     {ChunkSync::acquire_input, KernelSchedule::kPingpong, 128, 128, 64, 2, 1, 1, 0.95, 0},
     {ChunkSync::acquire_input, KernelSchedule::kPingpong, 128, 128, 64, 1, 2, 4, 0.92, 0},
+    {ChunkSync::acquire_input, KernelSchedule::kPingpong, 64, 128, 64, 1, 2, 4, 0, 0},
+    {ChunkSync::acquire_input, KernelSchedule::kPingpong, 64, 256, 64, 1, 1, 4, 0, 0},
     {ChunkSync::release_output, KernelSchedule::kCooperative, 128, 256, 64, 2, 1, 1, 1.00, 0},
 };
 
@@ -208,10 +215,16 @@ bool can_implement(const NativeGemmConfig& c, const NativeGemmArgs& a, std::stri
     return fail(reason, "each tensor must have fewer than 2^31 elements (32-bit indexing)");
   }
   if (releases) {
+    if (a.chunks_in_kernel != 0) {
+      return fail(reason, "chunks_in_kernel must be 0 for the reduce-scatter side (it awaits no chunk)");
+    }
     if (!a.done_flags || !a.done_counters) {
       return fail(reason, "done_flags and done_counters must not be null");
     }
   } else {
+    if (a.chunks_in_kernel < 0 || a.chunks_in_kernel > a.world_size) {
+      return fail(reason, "chunks_in_kernel must be in [0, world_size] (0: every chunk)");
+    }
     if (!a.chunk_flags) return fail(reason, "chunk_flags must not be null");
     if (!a.error_words || (reinterpret_cast<std::uintptr_t>(a.error_words) & 3u) != 0) {
       return fail(reason, "error_words must be 3 aligned device-visible words");

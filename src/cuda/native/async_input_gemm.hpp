@@ -63,6 +63,10 @@ struct NativeGemmArgs {
   ChunkSync sync = ChunkSync::acquire_input;
   std::uint32_t* done_flags = nullptr;
   std::uint32_t* done_counters = nullptr;
+  // ChunkSync::acquire_input only: the kernel runs the first this many
+  // chunks in schedule order (from the pivot) and leaves the rest, whose
+  // flags it never reads, to the caller (the library tail); 0 = every chunk.
+  int chunks_in_kernel = 0;
   // A traced call's tile stamps (kernel/tile_stamps.cuh), either side: 2 *
   // world_size device words of %globaltimer ns, [c] the first tile start of
   // chunk c, [world_size + c] its last tile end; the caller sets the first
@@ -90,7 +94,8 @@ struct NativeGemmConfig {
   bool has_b_row_major;  // an instantiation exists for row-major B
   bool has_b_col_major;  // ... and for column-major B
   // Per-tile efficiency relative to cooperative 128x256, measured on the H200
-  // (bench/NOTES.md), and the largest gathered M auto offers it for (0: any).
+  // (bench/NOTES.md; 0: not measured, see core::NativeConfig), and the
+  // largest gathered M auto offers it for (0: any).
   double efficiency;
   std::int64_t max_m;
 };

@@ -37,7 +37,11 @@ struct InstanceInfo {
   X(pp_128x128x64_c1x2_brow)        \
   X(pp_128x128x64_c1x2_bcol)        \
   X(coop_128x256x64_c2x1_brow)      \
-  X(coop_128x256x64_c2x1_bcol)
+  X(coop_128x256x64_c2x1_bcol)      \
+  X(pp_64x128x64_c1x2_brow)         \
+  X(pp_64x128x64_c1x2_bcol)         \
+  X(pp_64x256x64_c1x1_brow)         \
+  X(pp_64x256x64_c1x1_bcol)
 
 // The reduce-scatter side's (ChunkSync::release_output): one kernel shape,
 // both B layouts, to keep the build short.

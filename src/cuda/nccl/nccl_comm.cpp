@@ -375,7 +375,8 @@ std::uint32_t NcclComm::execute(const core::OpCall& call, const call::CheckedCal
     prepare_workspace(gathered_bytes, stream, timeout_ms, checked.capturing);
     spec.gathered = workspace_.gathered();
   }
-  if (checked.capturing && !gpu::gemm_ready(*backend_, spec.plan.algorithm)) {
+  if (checked.capturing &&
+      !gpu::gemm_ready(*backend_, spec.plan.algorithm, spec.plan.native_tail)) {
     gpu::fail_argument("options.stream",
                        "is capturing a graph, but the library GEMM is not set up yet on this "
                        "rank; make the same call once uncaptured first");

@@ -15,7 +15,10 @@
 //      the order wraps around through the other chunks.
 //
 // Waves therefore advance chunk by chunk starting at the pivot, which is the
-// order in which the producer makes chunks ready. A cluster's CTAs get the
+// order in which the producer makes chunks ready. With `chunks_in_kernel`
+// below the number of chunks, the base walks only that many chunks' M
+// clusters (from the pivot, wrapping around): the rest, last in the order,
+// are left to the caller (the library tail, NativeTail::library). A cluster's CTAs get the
 // same remapped cluster tile, and tiles never straddle chunks because
 // m_per_chunk is a multiple of tile_m * cluster_m (checked on the host).
 #pragma once
@@ -39,11 +42,14 @@ class ChunkGatedTileScheduler : public cutlass::gemm::kernel::detail::Persistent
     int clusters_per_chunk_m = 1;  // M clusters (tile_m * cluster_m rows) per chunk
     int pivot_chunk = 0;
     int group_m = 1;               // must divide clusters_per_chunk_m
+    int num_chunks = 1;
+    int chunks_in_kernel = 0;      // the first this many in the order; 0: every chunk
   };
 
   struct Params : Base::Params {
     int32_t shift_clusters_m = 0;  // pivot_chunk * clusters_per_chunk_m
     int32_t group_m = 1;
+    int32_t clusters_m = 0;        // of every chunk (the rotation wraps around these)
   };
 
   template <class ProblemShapeMNKL, class TileShape, class ClusterShape>
@@ -56,19 +62,31 @@ class ChunkGatedTileScheduler : public cutlass::gemm::kernel::detail::Persistent
     typename Base::Arguments base_args;
     base_args.max_swizzle_size = 1;  // the base pads M and N up to its swizzle: keep it off
     base_args.raster_order = RasterOrderOptions::AlongN;
+    // The base's work: the M clusters of the chunks the kernel runs (the
+    // mainloop and epilogue keep the whole problem's shape for addressing).
+    const int rows_per_cluster = static_cast<int>(cute::size<0>(tile_shape)) *
+                                 static_cast<int>(cute::size<0>(cluster_shape));
+    auto walked = problem_shape_mnkl;
+    if (args.chunks_in_kernel > 0 && args.chunks_in_kernel < args.num_chunks) {
+      cute::get<0>(walked) = args.chunks_in_kernel * args.clusters_per_chunk_m * rows_per_cluster;
+    }
     Params params;
     static_cast<typename Base::Params&>(params) = Base::to_underlying_arguments(
-        problem_shape_mnkl, tile_shape, cluster_shape, hw_info, base_args, workspace,
-        epilogue_subtile, ktile_start_alignment_count);
+        walked, tile_shape, cluster_shape, hw_info, base_args, workspace, epilogue_subtile,
+        ktile_start_alignment_count);
     params.shift_clusters_m = args.pivot_chunk * args.clusters_per_chunk_m;
     params.group_m = args.group_m > 0 ? args.group_m : 1;
+    params.clusters_m = args.num_chunks * args.clusters_per_chunk_m;
     return params;
   }
 
   CUTLASS_HOST_DEVICE ChunkGatedTileScheduler() {}
 
   CUTLASS_DEVICE explicit ChunkGatedTileScheduler(Params const& params)
-      : Base(params), shift_clusters_m_(params.shift_clusters_m), group_m_(params.group_m) {}
+      : Base(params),
+        shift_clusters_m_(params.shift_clusters_m),
+        group_m_(params.group_m),
+        clusters_m_(params.clusters_m) {}
 
   // The kernels ask for work through these three; each returns the remapped
   // tile. advance_to_next_work() and is_last_tile() stay the base's (a
@@ -101,7 +119,6 @@ class ChunkGatedTileScheduler : public cutlass::gemm::kernel::detail::Persistent
     if (!work.is_valid()) return work;
     const int32_t cm = static_cast<int32_t>(scheduler_params.cluster_shape_m_);
     const int32_t cn = static_cast<int32_t>(scheduler_params.cluster_shape_n_);
-    const int32_t clusters_m = static_cast<int32_t>(scheduler_params.problem_tiles_m_);
     const int32_t clusters_n = static_cast<int32_t>(scheduler_params.problem_tiles_n_);
 
     const int32_t m_cluster = work.M_idx / cm, m_in_cluster = work.M_idx - m_cluster * cm;
@@ -117,9 +134,10 @@ class ChunkGatedTileScheduler : public cutlass::gemm::kernel::detail::Persistent
     const int32_t n_new = in_group / group_m_;
     int32_t m_new = group * group_m_ + (in_group - n_new * group_m_);
 
-    // Pivot rotation (clusters_m = world_size * clusters per chunk, exactly).
+    // Pivot rotation over every chunk's clusters (world_size * clusters per
+    // chunk, exactly), whichever of them the base walks.
     m_new += shift_clusters_m_;
-    if (m_new >= clusters_m) m_new -= clusters_m;
+    if (m_new >= clusters_m_) m_new -= clusters_m_;
 
     work.M_idx = m_new * cm + m_in_cluster;
     work.N_idx = n_new * cn + n_in_cluster;
@@ -128,6 +146,7 @@ class ChunkGatedTileScheduler : public cutlass::gemm::kernel::detail::Persistent
 
   int32_t shift_clusters_m_ = 0;
   int32_t group_m_ = 1;
+  int32_t clusters_m_ = 0;
 };
 
 }  // namespace asynctp::cuda::native::kernel

@@ -158,6 +158,8 @@ struct NativeGemmInstance {
         static_cast<int>(a.m_per_chunk / (int64_t(kTileM) * kClusterM));
     args.scheduler.pivot_chunk = a.pivot;
     args.scheduler.group_m = group_m;
+    args.scheduler.num_chunks = a.world_size;
+    args.scheduler.chunks_in_kernel = a.chunks_in_kernel;
     return args;
   }
 

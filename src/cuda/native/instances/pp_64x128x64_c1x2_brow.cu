@@ -1,0 +1,4 @@
+// Native kernel instantiation pp_64x128x64_c1x2_brow (one CUTLASS kernel per translation unit).
+#include "../kernel/native_instance.cuh"
+
+ASYNCTP_NATIVE_DEFINE_INSTANCE(pp_64x128x64_c1x2_brow, kPingpong, 64, 128, 64, 1, 2, false)

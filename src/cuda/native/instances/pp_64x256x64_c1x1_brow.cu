@@ -1,0 +1,4 @@
+// Native kernel instantiation pp_64x256x64_c1x1_brow (one CUTLASS kernel per translation unit).
+#include "../kernel/native_instance.cuh"
+
+ASYNCTP_NATIVE_DEFINE_INSTANCE(pp_64x256x64_c1x1_brow, kPingpong, 64, 256, 64, 1, 1, false)
