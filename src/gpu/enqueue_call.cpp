@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/schedule.hpp"
 #include "gpu/check.hpp"
 #include "gpu/copy.hpp"
 #include "gpu/link.hpp"
@@ -132,20 +133,12 @@ void enqueue_pipelined(const CallSpec& call, RankResources& res, RankBackend& ba
 // arrival and takes SMs as the grid's CTAs run out of tiles. The kernel is
 // enqueued first: were both streams in one hardware queue, the GEMM's wait
 // would then sit behind the kernel, not hold it back.
-// The scheduler's chunk order: the pivot (this rank's own) first, wrapping.
-std::vector<int> kernel_order(const CallSpec& call) {
-  std::vector<int> order;
-  for (int i = 0; i < call.problem.world_size; ++i) {
-    order.push_back((call.problem.rank + i) % call.problem.world_size);
-  }
-  return order;
-}
-
 void enqueue_native(const CallSpec& call, RankResources& res, RankBackend& backend) {
   // Traced: the chunks a library tail takes are never stamped, so they have
   // no tile span (core::write_device_timeline leaves them out).
   res.trace.kernel(res.compute.get(), call.native_kernel, call.problem.world_size, call.pieces,
-                   res.trace.on() ? kernel_order(call) : std::vector<int>{},
+                   res.trace.on() ? core::chunk_order(call.problem.world_size, call.problem.rank)
+                                  : std::vector<int>{},
                    [&] { backend.launch_native(call, res, res.flag(0)); });
   if (call.plan.native_tail != NativeTail::library) return;
   const int world = call.problem.world_size;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "asynctp/trace.hpp"
+#include "core/schedule.hpp"
 #include "gpu/loopback_support.hpp"
 #include "gpu/reduce_scatter_support.hpp"
 
@@ -122,12 +123,9 @@ class RankEvents {
 };
 
 // The kernel's chunk order: all-gather from the rank's own chunk, wrapping;
-// reduce-scatter core::send_order (rank + 1 first, its own last).
+// reduce-scatter the send order (rank + 1 first, its own last).
 std::vector<int> scheduler_order(Op op, int world, int rank) {
-  std::vector<int> order;
-  const int first = op == Op::all_gather ? rank : (rank + 1) % world;
-  for (int i = 0; i < world; ++i) order.push_back((first + i) % world);
-  return order;
+  return op == Op::all_gather ? core::chunk_order(world, rank) : core::send_order(world, rank);
 }
 
 void expect_inside(const Trace::Event& e, const Trace::Event& call) {
