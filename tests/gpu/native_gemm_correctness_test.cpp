@@ -222,7 +222,7 @@ TEST(NativeGemmPartial, LeavesTheLastChunksToTheCaller) {
       CUDA_ASSERT(nat::launch(config, args, nullptr, stream.s));
       CUDA_ASSERT(wait_stream_bounded(stream.s, 30.0, what));
 
-      HostTensor c(asynctp::DType::bf16, hp.m(), hp.n);
+      asynctp_test::HostTensor c(asynctp::DType::bf16, hp.m(), hp.n);
       CUDA_ASSERT(cudaMemcpy(c.data(), dp.c.p, hp.c_bytes(), cudaMemcpyDeviceToHost));
       std::uint32_t err[3] = {1, 1, 1};
       CUDA_ASSERT(cudaMemcpy(err, dp.err.p, sizeof err, cudaMemcpyDeviceToHost));
