@@ -228,13 +228,14 @@ const std::vector<Flag> kRunFlags = {
      "after timing, run one more call of each algorithm with\n"
      "tracing and write a Chrome trace (Perfetto,\n"
      "chrome://tracing) of the spans the backend records (cpu:\n"
-     "producer and GEMM worker threads; cuda/hip loopback: each\n"
+     "producer and GEMM worker threads; cuda/hip: each\n"
      "rank's host-side check and enqueue, and the device's\n"
      "timeline from timed events on its streams: copies,\n"
      "signals, GEMMs, the reduction; cuda native: each chunk's\n"
      "first tile start to last tile end from the kernel's\n"
-     "timer). Costs only the traced calls: 2 events per span,\n"
-     "1 per signal, 2 atomics per native tile"},
+     "timer). Costs the traced calls 2 events per span, 1 per\n"
+     "signal, 2 atomics per native tile; untraced calls a\n"
+     "branch per step and per native tile"},
     {"--seed", nullptr, "S", set_seed,
      "seed of the random inputs (default: from the clock; always\n"
      "printed so a run can be repeated)"},
