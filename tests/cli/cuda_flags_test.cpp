@@ -285,6 +285,60 @@ TEST(CliCudaRun, ChecksEveryAlgorithmOnTheGpu) {
   }
 }
 
+// --trace on the GPU: each rank's row holds, beside its host enqueue, the
+// device's lanes: one device call span per traced algorithm, the pcie
+// link's copies and signals, and native's one tile lane per chunk.
+TEST(CliCudaRun, TraceHoldsTheDeviceTimeline) {
+  TempDir dir;
+  const std::string path = dir.file("trace.json");
+  const ToolResult r =
+      run_tool({"run", "--backend", "cuda", "--world-size", "2", "-m", "512", "-n", "256", "-k",
+                "256", "--iters", "2", "--algo", "all", "--json", "--link", "pcie", "--trace",
+                path},
+               {kMachineGpus, {"ASYNCTP_NATIVE_TAIL", "kernel"}});  // every chunk in the kernel
+  if (r.exit_code != 0 && cuda_unusable(r)) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Json run = JsonParser(r.out).parse_document();
+  int available = 0;
+  bool native = false;
+  for (const Json& algo : run["algorithms"].array) {
+    if (!algo["available"].boolean) continue;
+    ++available;
+    native = native || algo["algorithm"].string == "native";
+  }
+  const Json trace = JsonParser(read_file(path)).parse_document();
+  std::vector<std::vector<std::string>> lanes(2);  // per rank: thread names by tid
+  for (const Json& e : trace["traceEvents"].array) {
+    if (e["ph"].string != "M" || e["name"].string != "thread_name") continue;
+    auto& names = lanes[static_cast<std::size_t>(e["pid"].number)];
+    const auto tid = static_cast<std::size_t>(e["tid"].number);
+    if (names.size() <= tid) names.resize(tid + 1);
+    names[tid] = e["args"]["name"].string;
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const auto& names = lanes[static_cast<std::size_t>(rank)];
+    int calls = 0, copies = 0, signals = 0, tile_spans = 0;
+    for (const Json& e : trace["traceEvents"].array) {
+      if (e["ph"].string == "M" || static_cast<int>(e["pid"].number) != rank) continue;
+      const std::string& lane = names.at(static_cast<std::size_t>(e["tid"].number));
+      if (lane == "device stream" && e["name"].string == "all-gather + matmul") ++calls;
+      if (lane == "device copy in" && e["cat"].string == "copy") ++copies;
+      if (lane == "device copy in" && e["cat"].string == "signal") ++signals;
+      if (lane.rfind("device tiles: chunk ", 0) == 0) {
+        ++tile_spans;
+        EXPECT_GE(e["dur"].number, 0) << e["name"].string;
+      }
+    }
+    EXPECT_EQ(calls, available) << "one device call span per traced algorithm";
+    EXPECT_GE(copies, available) << "the peer chunk's copy in every traced call";
+    EXPECT_EQ(signals, copies) << "a signal after every piece's copy";
+    if (native) {
+      EXPECT_EQ(tile_spans, 2) << "one tile span per chunk of the native call";
+    }
+  }
+}
+
 TEST(CliBench, DerivedFiguresFollowFromTheMeasuredOnes) {
   const ToolResult r = run_tool({"bench", "--world-size", "2", "-m", "512", "-n", "256", "-k",
                                  "256", "--iters", "3", "--warmup", "1", "--check", "--json"},
