@@ -71,8 +71,9 @@ struct NativeGemmArgs {
   // world_size device words of %globaltimer ns, [c] the first tile start of
   // chunk c, [world_size + c] its last tile end; the caller sets the first
   // half to all ones and the second to 0 before the launch. nullptr (every
-  // untraced call): no stamps, one uniform branch per tile. (Added after the
-  // fields above, which keep their offsets.)
+  // untraced call): no stamps, a uniform branch per tile in the producer and
+  // one in the epilogue. (Added after the fields above, which keep their
+  // offsets.)
   std::uint64_t* tile_stamps = nullptr;
 };
 

@@ -135,7 +135,8 @@ struct NativeGemmInstance {
       args.mainloop.gate.num_chunks = a.world_size;
     }
 
-    // Null (untraced): the kernel's stamps are one uniform branch per tile.
+    // Null (untraced): the stamps cost a uniform branch per tile in the
+    // producer and one in the epilogue.
     args.mainloop.stamps.stamps = reinterpret_cast<unsigned long long*>(a.tile_stamps);
     args.mainloop.stamps.tiles_per_chunk_m = tiles_per_chunk_m;
     args.mainloop.stamps.num_chunks = a.world_size;
