@@ -182,7 +182,9 @@ def scenario_ops(seed):
 def scenario_layers(seed):
     """A two-layer MLP, ColumnParallelLinear -> GELU -> RowParallelLinear, with
     sequence-parallel input and output, against the same MLP in float64 on
-    one process: values and every gradient."""
+    one process: values and every gradient. The row layer's bias gradient
+    both ways: whole on every rank (the default) and as this rank's shard
+    (reduce_bias_grad=False), whose sum over the group must be the whole."""
     seed = int(seed)
     s, b, h, f = 4 * WORLD, 2, 16, 8 * WORLD
     gen = torch.Generator().manual_seed(seed)
@@ -190,23 +192,13 @@ def scenario_layers(seed):
     w1 = torch.randn(f, h, generator=gen) / h**0.5
     b1 = torch.randn(f, generator=gen)
     w2 = torch.randn(h, f, generator=gen) / f**0.5
+    b2 = torch.randn(h, generator=gen)
     dy_full = torch.randn(s, b, h, generator=gen)
-
-    col = atp.ColumnParallelLinear(h, f, dist.group.WORLD, device=DEVICE)
-    row = atp.RowParallelLinear(f, h, dist.group.WORLD, device=DEVICE)
-    fl, hl, sl = f // WORLD, h, s // WORLD
-    with torch.no_grad():
-        col.weight.copy_(w1[RANK * fl:(RANK + 1) * fl])
-        col.bias.copy_(b1[RANK * fl:(RANK + 1) * fl])
-        row.weight.copy_(w2[:, RANK * fl:(RANK + 1) * fl])
-    x = x_full[RANK * sl:(RANK + 1) * sl].clone().to(DEVICE).requires_grad_()
-    y = row(torch.nn.functional.gelu(col(x)))
-    y.backward(dy_full[RANK * sl:(RANK + 1) * sl].to(DEVICE))
 
     # The float64 reference on the whole problem.
     xr = x_full.double().requires_grad_()
-    w1r, b1r, w2r = (t.double().requires_grad_() for t in (w1, b1, w2))
-    yr = torch.nn.functional.gelu(xr @ w1r.t() + b1r) @ w2r.t()
+    w1r, b1r, w2r, b2r = (t.double().requires_grad_() for t in (w1, b1, w2, b2))
+    yr = torch.nn.functional.gelu(xr @ w1r.t() + b1r) @ w2r.t() + b2r
     yr.backward(dy_full.double())
 
     # fp32 throughout: each output is a chain of a few fp32 GEMMs (e = 1e-5
@@ -218,17 +210,43 @@ def scenario_layers(seed):
     rs = numerics.chained_reduce_scatter_bound(torch.float32, WORLD)
     forward_bound = e + rs
     backward_bound = 4 * (2 * e + 2 * rs)
+    fl, sl = f // WORLD, s // WORLD
     sl_ = slice(RANK * sl, (RANK + 1) * sl)
     fl_ = slice(RANK * fl, (RANK + 1) * fl)
-    for name, got, ref, bound in [
-        ("y", y.detach(), yr.detach()[sl_], forward_bound),
-        ("x.grad", x.grad, xr.grad[sl_], backward_bound),
-        ("column weight grad", col.weight.grad, w1r.grad[fl_], backward_bound),
-        ("column bias grad", col.bias.grad, b1r.grad[fl_], backward_bound),
-        ("row weight grad", row.weight.grad, w2r.grad[:, fl_], backward_bound),
-    ]:
-        err = numerics.relative_error(got.cpu(), ref)
-        check(err <= bound, f"layers: {name} relative error {err:.3g} > {bound:.3g}")
+
+    for reduce_bias_grad in (True, False):
+        col = atp.ColumnParallelLinear(h, f, dist.group.WORLD, device=DEVICE)
+        row = atp.RowParallelLinear(f, h, dist.group.WORLD, device=DEVICE,
+                                    reduce_bias_grad=reduce_bias_grad)
+        check(row.bias.shape == (h,), f"row bias shape {tuple(row.bias.shape)}, wanted ({h},)")
+        check(getattr(row.bias, "sequence_parallel", False) == (not reduce_bias_grad),
+              f"row bias sequence_parallel mark with reduce_bias_grad={reduce_bias_grad}")
+        with torch.no_grad():
+            col.weight.copy_(w1[RANK * fl:(RANK + 1) * fl])
+            col.bias.copy_(b1[RANK * fl:(RANK + 1) * fl])
+            row.weight.copy_(w2[:, RANK * fl:(RANK + 1) * fl])
+            row.bias.copy_(b2)
+        x = x_full[RANK * sl:(RANK + 1) * sl].clone().to(DEVICE).requires_grad_()
+        y = row(torch.nn.functional.gelu(col(x)))
+        y.backward(dy_full[RANK * sl:(RANK + 1) * sl].to(DEVICE))
+        row_bias_grad = row.bias.grad.detach().clone()
+        if not reduce_bias_grad:
+            # This rank's shard alone: the group's sum is the whole gradient.
+            shard = dy_full[sl_].double().reshape(-1, h).sum(0)
+            err = numerics.relative_error(row_bias_grad.cpu(), shard)
+            check(err <= backward_bound, f"layers: row bias shard grad relative error {err:.3g}")
+            dist.all_reduce(row_bias_grad)
+        tag = "" if reduce_bias_grad else " (reduce_bias_grad=False, summed over the group)"
+        for name, got, ref, bound in [
+            ("y", y.detach(), yr.detach()[sl_], forward_bound),
+            ("x.grad", x.grad, xr.grad[sl_], backward_bound),
+            ("column weight grad", col.weight.grad, w1r.grad[fl_], backward_bound),
+            ("column bias grad", col.bias.grad, b1r.grad[fl_], backward_bound),
+            ("row weight grad", row.weight.grad, w2r.grad[:, fl_], backward_bound),
+            ("row bias grad" + tag, row_bias_grad, b2r.grad, backward_bound),
+        ]:
+            err = numerics.relative_error(got.cpu(), ref)
+            check(err <= bound, f"layers: {name} relative error {err:.3g} > {bound:.3g}")
 
 
 # ---- scenario: torch.compile(fullgraph=True) ----------------------------------------

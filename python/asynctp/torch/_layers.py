@@ -55,11 +55,12 @@ class _ColumnParallel(torch.autograd.Function):
 
 class _RowParallel(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, weight, dim, group_name, algorithm):
+    def forward(ctx, x, weight, bias, reduce_bias_grad, dim, group_name, algorithm):
         y = fused_matmul_reduce_scatter(x, weight.t(), "sum", dim, group_name, algorithm=algorithm)
         ctx.save_for_backward(x, weight)
         ctx.dim, ctx.group_name, ctx.algorithm = dim, group_name, algorithm
-        return y
+        ctx.has_bias, ctx.reduce_bias_grad = bias is not None, reduce_bias_grad
+        return y + bias if bias is not None else y
 
     @staticmethod
     def backward(ctx, dy):
@@ -69,7 +70,13 @@ class _RowParallel(torch.autograd.Function):
             algorithm=ctx.algorithm,
         )
         dw = _flat(dy_gathered).t() @ _flat(x)
-        return dx, dw, None, None, None
+        db = None
+        if ctx.has_bias:
+            # The bias meets every row of the sequence, and each rank holds
+            # only its shard of the output's rows: the gathered dY gives the
+            # whole sum on every rank without a collective of its own.
+            db = _flat(dy_gathered).sum(0) if ctx.reduce_bias_grad else _flat(dy).sum(0)
+        return dx, dw, db, None, None, None, None
 
 
 class _ParallelLinear(torch.nn.Module):
@@ -121,18 +128,32 @@ class ColumnParallelLinear(_ParallelLinear):
 
 
 class RowParallelLinear(_ParallelLinear):
-    """Y = X W^T with W's columns (in_features) split over the group, the
+    """Y = X W^T + b with W's columns (in_features) split over the group, the
     partial products summed and scattered over the sequence dimension.
-    `weight` is this rank's (out_features, in_features/W) slice. No bias: a
-    bias would be added after the reduce-scatter and its gradient summed over
-    the group (Megatron's sequence-parallel gradient all-reduce); add it in
-    the model where that all-reduce lives."""
+    `weight` is this rank's (out_features, in_features/W) slice; `bias` the
+    whole (out_features) vector, the same on every rank, added to this
+    rank's output shard.
 
-    def __init__(self, in_features, out_features, group=None, *, sequence_dim=0, algorithm="",
-                 device=None, dtype=None):
+    The bias's gradient sums over every row of the sequence, which the ranks
+    hold in shards. By default backward returns that whole sum on every rank
+    (from the gathered dY the input gradient needs anyway, so no extra
+    collective), and the ranks' bias stays identical under any optimizer.
+    With reduce_bias_grad=False each rank gets only its shard's sum, and the
+    parameter is marked `sequence_parallel = True`, Megatron's convention for
+    gradients that the training loop all-reduces over the group itself."""
+
+    def __init__(self, in_features, out_features, group=None, *, bias=True,
+                 reduce_bias_grad=True, sequence_dim=0, algorithm="", device=None, dtype=None):
         super().__init__(in_features, out_features, group, "in", sequence_dim=sequence_dim,
                          algorithm=algorithm, device=device, dtype=dtype)
+        self.reduce_bias_grad = reduce_bias_grad
+        self.bias = (
+            torch.nn.Parameter(torch.zeros(out_features, device=device, dtype=dtype))
+            if bias else None
+        )
+        if self.bias is not None and not reduce_bias_grad:
+            self.bias.sequence_parallel = True
 
     def forward(self, x):
-        return _RowParallel.apply(x, self.weight, self.sequence_dim, self.group_name,
-                                  self.algorithm)
+        return _RowParallel.apply(x, self.weight, self.bias, self.reduce_bias_grad,
+                                  self.sequence_dim, self.group_name, self.algorithm)
