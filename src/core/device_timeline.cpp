@@ -88,7 +88,8 @@ KernelAlignment align_kernel_stamps(const DeviceRecord::Kernel& kernel,
     last = std::max(last, end);
   }
   if (first == kNeverStarted) return out;
-  out.offset_us = begin_us - static_cast<double>(first) / 1000.0;
+  out.origin_ns = first;
+  out.origin_us = begin_us;
   const double stamped_us = static_cast<double>(last - std::min(first, last)) / 1000.0;
   out.error_bound_us = std::max(0.0, (end_us - begin_us) - stamped_us);
   for (int chunk = 0; chunk < kernel.chunks; ++chunk) {
@@ -142,8 +143,7 @@ Alignment write_device_timeline(const DeviceRecord& record, const DeviceTimes& t
     if (!stamped) continue;
     trace.add_span(rank, kernel_chunk_lane(chunk), "gemm",
                    "chunk " + std::to_string(chunk) + " tiles",
-                   static_cast<double>(first) / 1000.0 + stamps.offset_us,
-                   static_cast<double>(last) / 1000.0 + stamps.offset_us,
+                   stamps.trace_us(first), stamps.trace_us(last),
                    "\"chunk\": " + std::to_string(chunk) +
                        ", \"stamp_alignment_error_bound_us\": " + number(stamps.error_bound_us));
   }

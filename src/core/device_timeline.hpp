@@ -109,9 +109,18 @@ Alignment align_device_clock(const std::vector<DeviceRecord::Mark>& marks,
                              const DeviceTimes& times);
 
 struct KernelAlignment {
-  double offset_us = 0;       // stamp trace time = ns / 1000 + offset_us
-  double error_bound_us = 0;  // kernel span less stamp span (>= 0)
-  int stamped_chunks = 0;     // chunks with both stamps written
+  // A stamp's trace time is origin_us + (ns - origin_ns) / 1000: the
+  // difference taken in integers first, because %globaltimer counts from
+  // the epoch (about 1.7e18 ns), where a double is only as fine as 0.25 us.
+  std::uint64_t origin_ns = 0;  // the earliest tile start
+  double origin_us = 0;         // its trace time: the kernel's begin mark
+  double error_bound_us = 0;    // kernel span less stamp span (>= 0)
+  int stamped_chunks = 0;       // chunks with both stamps written
+
+  double trace_us(std::uint64_t ns) const {
+    return ns >= origin_ns ? origin_us + static_cast<double>(ns - origin_ns) / 1000.0
+                           : origin_us - static_cast<double>(origin_ns - ns) / 1000.0;
+  }
 };
 
 // The kernel's begin mark at `begin_us` and end mark at `end_us` (trace

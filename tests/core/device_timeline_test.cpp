@@ -167,10 +167,10 @@ DeviceRecord kernel_record() {
   return r;
 }
 
-// Stamps in ns on the kernel's own clock (origin 5'000'000 ns): [c] first
-// tile start of kernel chunk c (= chunk c / 2, piece c % 2), [8 + c] last end.
-std::vector<std::uint64_t> kernel_stamps() {
-  const std::uint64_t t0 = 5'000'000;
+// Stamps in ns on the kernel's own clock (origin t0, by default 5'000'000
+// ns): [c] first tile start of kernel chunk c (= chunk c / 2, piece c % 2),
+// [8 + c] last end.
+std::vector<std::uint64_t> kernel_stamps(std::uint64_t t0 = 5'000'000) {
   std::vector<std::uint64_t> s(16);
   // chunk 2 (kernel chunks 4, 5) starts first, at t0 + 3 us
   const std::uint64_t start[8] = {t0 + 40'000, t0 + 41'000, t0 + 60'000, t0 + 61'000,
@@ -215,6 +215,36 @@ TEST(DeviceTimeline, TileStampsBecomeOneSpanPerChunkInSchedulerOrder) {
     // Kernel span 90 us, stamps span 80 us: the start may be 10 us early.
     EXPECT_NE(e.args_json.find("\"stamp_alignment_error_bound_us\": 10.000"), std::string::npos)
         << e.args_json;
+  }
+}
+
+// %globaltimer counts ns from the epoch (about 1.7e18 now), and host trace
+// times are seconds into a process (millions of us): a double holds neither
+// difference to better than a quarter of a microsecond unless the stamps are
+// subtracted as integers first. The earliest chunk must start exactly at the
+// kernel's begin mark, never before it.
+TEST(DeviceTimeline, EpochScaleStampsKeepTheirMicroseconds) {
+  const DeviceRecord r = kernel_record();
+  DeviceTimes times;
+  times.mark_ms = {0, 0.010, 0.100};
+  times.stamps = kernel_stamps(1'733'371'234'567'891'123ull);
+  times.host_done_us = 2'616'560'000.0 + 1000;
+  times.probe = ClockProbe{2'616'560'000.0 + 900, 2'616'560'000.0 + 900.5, 0.9};
+  Trace trace;
+  write_device_timeline(r, times, trace);
+  const double kernel_begin = 2'616'560'000.0 + 10;
+  std::vector<Trace::Event> chunks;
+  for (const Trace::Event& e : trace.events()) {
+    if (e.lane.rfind("device tiles: chunk ", 0) == 0) chunks.push_back(e);
+  }
+  ASSERT_EQ(chunks.size(), 4u);
+  const double first_us[4] = {0, 17, 37, 57};
+  const double last_us[4] = {16.5, 36, 56, 80};
+  for (int i = 0; i < 4; ++i) {
+    const Trace::Event& e = chunks[static_cast<std::size_t>(i)];
+    EXPECT_GE(e.begin_us, kernel_begin) << e.name;
+    EXPECT_NEAR(e.begin_us - kernel_begin, first_us[i], 1e-6) << e.name;
+    EXPECT_NEAR(e.begin_us + e.duration_us - kernel_begin, last_us[i], 1e-6) << e.name;
   }
 }
 
