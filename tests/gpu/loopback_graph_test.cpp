@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gpu/graph_capture.hpp"
+#include "gpu/graph_nodes.hpp"
 #include "gpu/loopback_support.hpp"
 
 namespace asynctp {
@@ -62,29 +63,6 @@ std::string describe(const Case& c) {
   return std::string(to_string(c.algorithm)) + "_" + mode_name(c.mode);
 }
 void PrintTo(const Case& c, std::ostream* out) { *out << describe(c); }
-
-struct NodeCounts {
-  int kernels = 0, memcpys = 0, total = 0;
-};
-
-NodeCounts count_nodes(cudaGraph_t graph) {
-  NodeCounts counts;
-  std::size_t n = 0;
-  if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess) return counts;
-  std::vector<cudaGraphNode_t> nodes(n);
-  if (cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return counts;
-  counts.total = static_cast<int>(n);
-  for (cudaGraphNode_t node : nodes) {
-    cudaGraphNodeType t = cudaGraphNodeTypeEmpty;
-    if (cudaGraphNodeGetType(node, &t) != cudaSuccess) {
-      (void)cudaGetLastError();  // e.g. the driver's mem-op nodes: no runtime enum
-      continue;
-    }
-    counts.kernels += t == cudaGraphNodeTypeKernel;
-    counts.memcpys += t == cudaGraphNodeTypeMemcpy;
-  }
-  return counts;
-}
 
 class LoopbackGraph : public ::testing::TestWithParam<Case> {};
 
@@ -132,9 +110,11 @@ TEST_P(LoopbackGraph, ReplaysWithFreshInputs) {
     EXPECT_EQ(c.algorithm, cap.info.algorithm) << cap.info.reason;
     ASSERT_EQ(cudaSuccess, cap.end) << "cudaStreamEndCapture: " << cudaGetErrorName(cap.end);
     ASSERT_NE(nullptr, cap.graph);
-    const NodeCounts nodes = count_nodes(cap.graph);
-    std::printf("  rank %d graph: %d nodes, %d kernel, %d memcpy\n", r, nodes.total, nodes.kernels,
-                nodes.memcpys);
+    const asynctp_test::gpu::GraphNodeCounts nodes =
+        asynctp_test::gpu::count_graph_nodes(cap.graph);
+    ASSERT_TRUE(nodes.ok) << "the driver did not give every node's type";
+    std::printf("  rank %d graph: %d nodes, %d kernel, %d memcpy, %d mem-op\n", r, nodes.total,
+                nodes.kernels, nodes.memcpys, nodes.mem_ops);
     EXPECT_GE(nodes.kernels, 1) << "the GEMM was not captured";
     EXPECT_GE(nodes.memcpys, kWorld - 1) << "the peer chunk copies were not captured";
     CUDA_ASSERT(cudaGraphInstantiate(&cap.exec, cap.graph, 0));

@@ -43,6 +43,7 @@
 
 #include "async_input_gemm.hpp"
 #include "gpu/gpu_support.hpp"
+#include "gpu/graph_nodes.hpp"
 #include "support/seed.hpp"
 
 namespace {
@@ -471,35 +472,15 @@ TEST(ProducerCopyEngine, GraphReplay) {
       "  %d replays, C checksum %016llx every time; host time per replay: mean %.3f ms, "
       "worst %.3f ms\n",
       kReplays, static_cast<unsigned long long>(first_sum), total_ms / kReplays, worst_ms);
-  // The graph's nodes, by type, after the replays (the runtime answers
-  // cudaErrorUnknown for a type it has no enum for, e.g. the driver's
-  // batch mem-op nodes of the signal writes: counted as untyped).
-  std::size_t nodes = 0;
-  CUDA_ASSERT(cudaGraphGetNodes(graph, nullptr, &nodes));
-  std::vector<cudaGraphNode_t> node_list(nodes);
-  CUDA_ASSERT(cudaGraphGetNodes(graph, node_list.data(), &nodes));
-  int kernels = 0, memsets = 0, memcpys = 0, others = 0, untyped = 0;
-  for (cudaGraphNode_t node : node_list) {
-    cudaGraphNodeType t = cudaGraphNodeTypeEmpty;
-    if (cudaGraphNodeGetType(node, &t) != cudaSuccess) {
-      (void)cudaGetLastError();
-      ++untyped;
-    } else if (t == cudaGraphNodeTypeKernel) {
-      ++kernels;
-    } else if (t == cudaGraphNodeTypeMemset) {
-      ++memsets;
-    } else if (t == cudaGraphNodeTypeMemcpy) {
-      ++memcpys;
-    } else {
-      ++others;
-    }
-  }
+  // The graph's nodes, by type, after the replays.
+  const asynctp_test::gpu::GraphNodeCounts nodes = asynctp_test::gpu::count_graph_nodes(graph);
+  ASSERT_TRUE(nodes.ok) << "the driver did not give every node's type";
   std::printf(
-      "  graph: %zu nodes: %d kernel, %d memset, %d memcpy, %d other, %d untyped "
-      "(the signal writes are mem-op nodes)\n",
-      nodes, kernels, memsets, memcpys, others, untyped);
-  EXPECT_EQ(1, kernels);
-  EXPECT_EQ(kWorld, memcpys);
+      "  graph: %d nodes: %d kernel, %d memset, %d memcpy, %d mem-op (the signal writes), "
+      "%d other\n",
+      nodes.total, nodes.kernels, nodes.memsets, nodes.memcpys, nodes.mem_ops, nodes.others);
+  EXPECT_EQ(1, nodes.kernels);
+  EXPECT_EQ(kWorld, nodes.memcpys);
 }
 
 // ---------------------------------------------------------------------------
