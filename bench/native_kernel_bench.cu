@@ -318,9 +318,9 @@ class LtGemm {
 
 // ------------------------------------------------------------------ configs
 struct Variant {
-  NativeGemmConfig config;
+  NativeGemmConfig config{};  // value-initialized: the fields make_variant leaves are zero
   std::string name;
-  const nat::detail::InstanceInfo* inst;
+  const nat::detail::InstanceInfo* inst = nullptr;
 };
 
 const char* intern(const std::string& s) {  // stable storage for config names
@@ -341,6 +341,7 @@ Variant make_variant(const nat::detail::InstanceInfo* i, int swizzle) {
   Variant v;
   v.inst = i;
   NativeGemmConfig& c = v.config;
+  c.sync = nat::ChunkSync::acquire_input;  // the all-gather side's instances (all_instances)
   c.schedule = i->schedule;
   c.tile_m = i->tile_m;
   c.tile_n = i->tile_n;
