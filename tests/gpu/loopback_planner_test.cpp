@@ -154,8 +154,11 @@ TEST_F(LoopbackPlanner, AutoDoesNotOverlapWhereTheKernelWouldLeaveSmsIdle) {
 TEST_F(LoopbackPlanner, UnmeasuredSmallTilesRunOnlyWhenForced) {
   SCOPED_TRACE(seed_.note());
   lb::print_case(seed_, "m per rank 64 and 192: the 64-row configs");
-  for (const Shape& shape : {lb::loopback_shape(kWorld, 64, 2048, 256, DType::bf16, false),
-                             lb::loopback_shape(kWorld, 192, 1544, 136, DType::bf16, true)}) {
+  // Wide enough that either 64-row config fills the SMs (64 x 128: 256 and
+  // 264 tiles; 64 x 256: 128 and 132), so no rule before the measurement
+  // rule turns native down.
+  for (const Shape& shape : {lb::loopback_shape(kWorld, 64, 16384, 256, DType::bf16, false),
+                             lb::loopback_shape(kWorld, 192, 5632, 136, DType::bf16, true)}) {
     SCOPED_TRACE(shape.to_string());
     LoopbackProblem problem(shape, rng_);
     ASSERT_NO_FATAL_FAILURE(problem.prepare());
