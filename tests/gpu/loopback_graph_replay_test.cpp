@@ -8,7 +8,7 @@
 //       all-gather + matmul on Link::pcie: native (its last chunk in the
 //       kernel, and as a library GEMM), pipelined, decomposed;
 //       matmul + reduce-scatter on Link::arrival (Link::pcie refuses the
-//       capture): pipelined, decomposed (uneven K-slices).
+//       capture): native, pipelined, decomposed (uneven K-slices).
 //       A direct call first (checked against float64; it sets up what a
 //       capture cannot allocate). Every rank captures the same call on its
 //       stream (outputs poisoned: capturing runs nothing). Replay 1: every
@@ -148,7 +148,10 @@ TEST_P(LoopbackGraphReplay, ThousandReplaysMatchTheFirst) {
     lb::LoopbackProblem problem(shape, rng);
     replay_thousand_times(c, Link::pcie, problem, [&](int r) { return problem.c(r); });
   } else {
-    asynctp_test::RsShape shape = asynctp_test::rs_shape(kWorld, 64, draw8(8, 24), 0);
+    // Native's chunks are whole tiles of its kernel (256 rows); the library
+    // algorithms take any rows.
+    const std::int64_t rows = c.algorithm == Algorithm::native ? 256 : 64;
+    asynctp_test::RsShape shape = asynctp_test::rs_shape(kWorld, rows, draw8(8, 24), 0);
     for (auto& k : shape.k) k = draw8(4, 16);  // uneven K-slices
     SCOPED_TRACE(describe(c) + " " + shape.to_string());
     lb::print_case(seed, describe(c) + " " + shape.to_string());
@@ -165,6 +168,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, LoopbackGraphReplay,
                                                 NativeTail::library},
                                            Case{Op::all_gather_matmul, Algorithm::pipelined},
                                            Case{Op::all_gather_matmul, Algorithm::decomposed},
+                                           Case{Op::matmul_reduce_scatter, Algorithm::native},
                                            Case{Op::matmul_reduce_scatter, Algorithm::pipelined},
                                            Case{Op::matmul_reduce_scatter, Algorithm::decomposed}),
                          [](const ::testing::TestParamInfo<Case>& info) {
