@@ -4,7 +4,7 @@
 # work that belongs together) and packs their logs into $OUT/logs.tgz: the
 # device tool returns at most 8 files, and the runners write one log per step.
 # Each runner gets its own log folder and a wall-clock bound; the summary of
-# every runner is printed last.
+# every runner is printed last, and the exit status is 1 when any failed.
 #
 #   scripts/device/batch.sh 'LIMIT_S RUNNER ARGS...' ...
 #   e.g. scripts/device/batch.sh '300 cuda-backend.sh gpu-tests' \
@@ -16,6 +16,7 @@ cd "$(dirname "$0")/../.."
 final_out=${OUT:-/tmp/asynctp-device-out}
 scratch=$(mktemp -d)
 results=()
+failed=0
 index=0
 for spec in "$@"; do
   index=$((index + 1))
@@ -29,6 +30,7 @@ for spec in "$@"; do
   start=$SECONDS
   OUT=$scratch/$name timeout "$limit" bash -c "$command" >"$scratch/$name/stdout.txt" 2>&1
   rc=$?
+  [ "$rc" -eq 0 ] || failed=1
   results+=("$(printf '%-22s exit %3d  %4ds  %s' "$name" "$rc" $((SECONDS - start)) "$spec")")
   # The runner's own summary (per step), if it wrote one.
   [ -f "$scratch/$name/summary.txt" ] && sed 's/^/    /' "$scratch/$name/summary.txt" >>"$scratch/summaries.txt"
@@ -38,3 +40,4 @@ tar czf "$final_out/logs.tgz" -C "$scratch" .
 echo "=== batch summary (logs in logs.tgz)"
 printf '%s\n' "${results[@]}"
 [ -f "$scratch/summaries.txt" ] && cat "$scratch/summaries.txt"
+exit "$failed"
