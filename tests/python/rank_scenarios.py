@@ -252,10 +252,50 @@ def scenario_layers(seed):
 # ---- scenario: torch.compile(fullgraph=True) ----------------------------------------
 
 
+def check_direct_calls(seed):
+    """Eager calls of the public functions skip the dispatcher: the same
+    results as torch.ops.asynctp.*, bit for bit; under a dispatch mode
+    (FakeTensorMode, as torch.compile and make_fx use) or on a tensor
+    subclass they go through it, so the fake kernels answer."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from asynctp.torch import _ops
+
+    name = dist.group.WORLD.group_name
+    gen = torch.Generator().manual_seed(seed + RANK)
+    a = torch.randn(4, 3, 16, generator=gen).to(DEVICE)
+    b = torch.randn(16, 8, generator=gen).to(DEVICE)
+    check(_ops._direct((a, b)), "direct: an eager call on plain tensors is not direct")
+    check(_ops._direct((a, torch.nn.Parameter(b))), "direct: a Parameter is not direct")
+    gathered, (c,) = atp.fused_all_gather_matmul(a, [b], 0, name, algorithm="decomposed")
+    gathered_op, (c_op,) = torch.ops.asynctp.fused_all_gather_matmul(
+        a, [b], 0, name, True, "decomposed")
+    check(torch.equal(gathered, gathered_op) and torch.equal(c, c_op),
+          "direct: the all-gather differs from torch.ops.asynctp's")
+    _, outs = atp.fused_all_gather_matmul(a, [b], 0, name, return_A=False,
+                                          algorithm="decomposed")
+    check(torch.equal(outs[0], c), "direct: return_A=False changed the product")
+    rs = atp.fused_matmul_reduce_scatter(c, b.t(), "sum", 0, name, algorithm="decomposed")
+    rs_op = torch.ops.asynctp.fused_matmul_reduce_scatter(c, b.t(), "sum", 0, name, "decomposed")
+    check(torch.equal(rs, rs_op), "direct: the reduce-scatter differs from torch.ops.asynctp's")
+
+    with FakeTensorMode(allow_non_fake_inputs=False) as mode:
+        fa, fb = mode.from_tensor(a), mode.from_tensor(b)
+        check(not _ops._direct((fa, fb)), "direct: a call under FakeTensorMode is direct")
+        fg, (fc,) = atp.fused_all_gather_matmul(fa, [fb], 0, name)
+        frs = atp.fused_matmul_reduce_scatter(fc, fb.t(), "sum", 0, name)
+    check(type(fc).__name__ == "FakeTensor" and tuple(fc.shape) == (4 * WORLD, 3, 8)
+          and tuple(fg.shape) == (4 * WORLD, 3, 16),
+          f"direct: under FakeTensorMode got {type(fc).__name__} {tuple(fc.shape)}")
+    check(type(frs).__name__ == "FakeTensor" and tuple(frs.shape) == (4, 3, 16),
+          f"direct: the fake reduce-scatter gave {type(frs).__name__} {tuple(frs.shape)}")
+
+
 def scenario_compile(seed):
     """A module of both ops compiled with fullgraph=True (a graph break would
-    raise), forward and backward, against its eager run."""
+    raise), forward and backward, against its eager run; and the eager
+    calls' direct path (check_direct_calls)."""
     seed = int(seed)
+    check_direct_calls(seed)
     torch.manual_seed(seed)
     s, h, f = 2 * WORLD, 16, 4 * WORLD
     model = torch.nn.Sequential(

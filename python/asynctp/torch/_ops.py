@@ -30,6 +30,14 @@ autograd and dynamo wrappers cost more per call than the rest of the
 package together (bench/python_overhead.py). Like torch.ops.symm_mem's ops
 they have no autograd kernel; a call autograd would have to record is
 refused (_tensors.grad_rule): the layers carry the gradients.
+
+Even so the dispatcher's own cost per call (boxing the Tensor[] argument
+and the (Tensor, Tensor[]) result) is as large as the rest of the package's
+Python, so the public functions call the kernel directly where the
+dispatcher would call it anyway: an eager call on plain tensors, with no
+torch.compile trace, no dispatch or function mode (FakeTensorMode, make_fx's
+proxies) and no functorch transform active (_direct). Anything else goes
+through torch.ops.asynctp.*, which is also what compiled graphs hold.
 """
 
 import torch
@@ -180,6 +188,14 @@ def _gathered_buffers(A_shard, Bs, dim, world_size, need_A):
 
 
 def _fused_all_gather_matmul(A_shard, Bs, gather_dim, group_name, return_A, algorithm):
+    """The op's CPU and CUDA kernel: its schema returns a Tensor for A even
+    when it is not wanted (an empty one)."""
+    A, outs = _all_gather(A_shard, Bs, gather_dim, group_name, return_A, algorithm)
+    return (A if A is not None else A_shard.new_empty(0)), outs
+
+
+def _all_gather(A_shard, Bs, gather_dim, group_name, return_A, algorithm):
+    """(the gathered A or None unless return_A, [A @ B for B in Bs])."""
     comm = _group_comm.comm_for_tensor(group_name, A_shard)
     W = comm.world_size
     dim, rule = _all_gather_rules(A_shard, Bs, gather_dim, W)
@@ -204,10 +220,10 @@ def _fused_all_gather_matmul(A_shard, Bs, gather_dim, group_name, return_A, algo
     )
     # The other Bs share the gathered A, already here: plain GEMMs.
     outs = [C_buf] + [torch.matmul(A_buf, B_i) for B_i in Bs[1:]]
-    A_out = A_buf if return_A else A_shard.new_empty(0)
+    A_out = A_buf if return_A else None
     if dim == 0:
         return A_out, outs
-    return (A_out.movedim(0, dim) if return_A else A_out), [out.movedim(0, dim) for out in outs]
+    return (A_out.movedim(0, dim) if return_A else None), [out.movedim(0, dim) for out in outs]
 
 
 def _fused_all_gather_matmul_fake(A_shard, Bs, gather_dim, group_name, return_A, algorithm):
@@ -253,7 +269,7 @@ def _gather_last_dim(comm, A_shard, Bs, return_A):
     )
     A_mm = _last_dim_gathered(A_shard, W, gathered_t)
     outs = [torch.matmul(A_mm, B) for B in Bs]
-    return (A_mm if return_A else A_shard.new_empty(0)), outs
+    return (A_mm if return_A else None), outs
 
 
 # ---- fused matmul + reduce-scatter ---------------------------------------------------
@@ -336,6 +352,30 @@ def _name(group):
     return group if isinstance(group, str) else _group_comm.group_name(group)
 
 
+_dispatch_stack_len = getattr(torch._C, "_len_torch_dispatch_stack", None)
+_function_mode_on = getattr(torch._C, "_is_torch_function_mode_enabled", None)
+_functorch_layer = getattr(getattr(torch._C, "_functorch", None), "peek_interpreter_stack", None)
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+_CAN_BE_DIRECT = None not in (_dispatch_stack_len, _function_mode_on, _functorch_layer,
+                              _is_compiling)
+
+
+def _direct(tensors):
+    """Whether a call may run the op's kernel without the dispatcher: an
+    eager call on plain tensors that nothing would route elsewhere (see the
+    top of this file). A PyTorch that lacks one of the checks always
+    dispatches."""
+    if (not _CAN_BE_DIRECT or _is_compiling() or _dispatch_stack_len() or _function_mode_on()
+            or _functorch_layer() is not None):
+        return False
+    for t in tensors:
+        # nn.Parameter adds no dispatch of its own (its torch function is
+        # disabled); any other subclass may (DTensor, FakeTensor).
+        if type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:
+            return False
+    return True
+
+
 def fused_all_gather_matmul(A_shard, Bs, gather_dim, group, *, return_A=True, algorithm=""):
     """all_gather(A_shard, gather_dim) @ B for each B in Bs, the gather
     overlapped with the first GEMM; as torch.ops.symm_mem.fused_all_gather_matmul.
@@ -345,7 +385,10 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim, group, *, return_A=True, al
     under torch.compile). `algorithm`: "auto", "native", "pipelined",
     "decomposed", or "" for ASYNCTP_ALGO / the planner.
     """
-    A, outs = _all_gather_op(A_shard, list(Bs), gather_dim, _name(group), return_A, algorithm)
+    Bs = list(Bs)
+    if _direct((A_shard, *Bs)):
+        return _all_gather(A_shard, Bs, gather_dim, _name(group), return_A, algorithm)
+    A, outs = _all_gather_op(A_shard, Bs, gather_dim, _name(group), return_A, algorithm)
     return (A if return_A else None), outs
 
 
@@ -354,4 +397,6 @@ def fused_matmul_reduce_scatter(A, B, reduce_op, scatter_dim, group, *, algorith
     chunk shipped as soon as its GEMM is done; as
     torch.ops.symm_mem.fused_matmul_reduce_scatter. reduce_op: "sum" or "avg".
     """
+    if _direct((A, B)):
+        return _fused_matmul_reduce_scatter(A, B, reduce_op, scatter_dim, _name(group), algorithm)
     return _reduce_scatter_op(A, B, reduce_op, scatter_dim, _name(group), algorithm)
