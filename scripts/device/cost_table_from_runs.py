@@ -87,7 +87,7 @@ def fixed_costs(out, gemm):
     return result, notes
 
 
-def pcie_link(out, gemm, fixed):
+def pcie_link(out, fixed):
     """(GB/s, latency us) of the pcie gather from two sizes at W = 8."""
     per_call, per_chunk = fixed["ag"]["decomposed"]
     decomposed_fixed_ms = (per_call + 8 * per_chunk) / 1000
@@ -108,7 +108,7 @@ def main(out, device_line):
                      open(os.path.join(out, "gemm.log")).read())
     name, sms = head.group(1), int(head.group(2))
     fixed, notes = fixed_costs(out, gemm)
-    gbps, latency_us = pcie_link(out, gemm, fixed)
+    gbps, latency_us = pcie_link(out, fixed)
     lines = [
         "asynctp-cost-table 1",
         "device " + name,

@@ -68,8 +68,7 @@ for tool in "${tools[@]}"; do
   case $tool in
     memcheck) extra=(--leak-check full) ;;
     racecheck) extra=(--racecheck-report analysis) ;;
-    synccheck) extra=() ;;
-    initcheck) extra=() ;;
+    synccheck | initcheck) extra=() ;;
     *) echo "unknown tool $tool (memcheck, racecheck, synccheck, initcheck)"; exit 2 ;;
   esac
   # The replay test's thousand replays are for the plain run: under a tool,

@@ -184,6 +184,15 @@ std::vector<std::uint64_t> kernel_stamps(std::uint64_t t0 = 5'000'000) {
   return s;
 }
 
+// The trace's native chunk spans ("device tiles: chunk c" lanes), in order.
+std::vector<Trace::Event> chunk_spans(const Trace& trace) {
+  std::vector<Trace::Event> chunks;
+  for (const Trace::Event& e : trace.events()) {
+    if (e.lane.rfind("device tiles: chunk ", 0) == 0) chunks.push_back(e);
+  }
+  return chunks;
+}
+
 TEST(DeviceTimeline, TileStampsBecomeOneSpanPerChunkInSchedulerOrder) {
   const DeviceRecord r = kernel_record();
   DeviceTimes times;
@@ -193,10 +202,7 @@ TEST(DeviceTimeline, TileStampsBecomeOneSpanPerChunkInSchedulerOrder) {
   Trace trace;
   write_device_timeline(r, times, trace);
 
-  std::vector<Trace::Event> chunks;
-  for (const Trace::Event& e : trace.events()) {
-    if (e.lane.rfind("device tiles: chunk ", 0) == 0) chunks.push_back(e);
-  }
+  const std::vector<Trace::Event> chunks = chunk_spans(trace);
   ASSERT_EQ(chunks.size(), 4u);
   const int expected_order[4] = {2, 3, 0, 1};
   // Earliest start (chunk 2, +3 us on its clock) is put at the kernel's
@@ -233,10 +239,7 @@ TEST(DeviceTimeline, EpochScaleStampsKeepTheirMicroseconds) {
   Trace trace;
   write_device_timeline(r, times, trace);
   const double kernel_begin = 2'616'560'000.0 + 10;
-  std::vector<Trace::Event> chunks;
-  for (const Trace::Event& e : trace.events()) {
-    if (e.lane.rfind("device tiles: chunk ", 0) == 0) chunks.push_back(e);
-  }
+  const std::vector<Trace::Event> chunks = chunk_spans(trace);
   ASSERT_EQ(chunks.size(), 4u);
   const double first_us[4] = {0, 17, 37, 57};
   const double last_us[4] = {16.5, 36, 56, 80};

@@ -69,13 +69,14 @@ class _RowParallel(torch.autograd.Function):
             dy.contiguous(), [weight], ctx.dim, ctx.group_name, return_A=True,
             algorithm=ctx.algorithm,
         )
-        dw = _flat(dy_gathered).t() @ _flat(x)
+        dy_rows = _flat(dy_gathered)
+        dw = dy_rows.t() @ _flat(x)
         db = None
         if ctx.has_bias:
             # The bias meets every row of the sequence, and each rank holds
             # only its shard of the output's rows: the gathered dY gives the
             # whole sum on every rank without a collective of its own.
-            db = _flat(dy_gathered).sum(0) if ctx.reduce_bias_grad else _flat(dy).sum(0)
+            db = dy_rows.sum(0) if ctx.reduce_bias_grad else _flat(dy).sum(0)
         return dx, dw, db, None, None, None, None
 
 
