@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "asynctp/comm.hpp"
+#include "asynctp/group.hpp"
 
 namespace asynctp::cpu {
 
@@ -24,21 +25,16 @@ struct GroupConfig {
 // The backend calls OpenBLAS from many threads at once and so sets OpenBLAS
 // to one thread (openblas_set_num_threads(1)) for the whole process when the
 // first Group is made: parallelism comes from the ranks and their workers.
-class Group {
+class Group final : public RankGroup {
  public:
   // Throws Error if world_size < 1 or gemm_workers_per_rank < 0.
   explicit Group(const GroupConfig& config);
-  ~Group();
-  Group(const Group&) = delete;
-  Group& operator=(const Group&) = delete;
+  ~Group() override;
 
-  int world_size() const noexcept;
+  int world_size() const noexcept override;
   int gemm_workers_per_rank() const noexcept;
-  Comm& comm(int rank);
-
-  // Runs body(comm) on one thread per rank and joins them. If any rank throws,
-  // rethrows the exception of the lowest failing rank after all have joined.
-  void run(const std::function<void(Comm&)>& body);
+  Comm& comm(int rank) override;
+  // run(body): RankGroup's, one thread per rank.
 
  private:
   struct State;

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "asynctp/comm.hpp"
+#include "asynctp/group.hpp"
 
 namespace asynctp::loopback {
 
@@ -65,23 +66,18 @@ struct LoopbackConfig {
 // run is the planner's answer per call (RunInfo::reason).
 std::string unavailable_reason(int device = 0);
 
-class LoopbackGroup {
+class LoopbackGroup final : public RankGroup {
  public:
   // Throws Error(invalid_argument) on a bad config, Error(backend) when the
   // device cannot be used (unavailable_reason).
   explicit LoopbackGroup(const LoopbackConfig& config);
-  ~LoopbackGroup();
-  LoopbackGroup(const LoopbackGroup&) = delete;
-  LoopbackGroup& operator=(const LoopbackGroup&) = delete;
+  ~LoopbackGroup() override;
 
-  int world_size() const noexcept;
+  int world_size() const noexcept override;
   const LoopbackConfig& config() const noexcept;
-  Comm& comm(int rank);
-
-  // Runs body(comm) on one host thread per rank (each made current on the
-  // group's device) and joins them. If any rank throws, rethrows the
-  // exception of the lowest failing rank after all have joined.
-  void run(const std::function<void(Comm&)>& body);
+  Comm& comm(int rank) override;
+  // run(body): RankGroup's, one host thread per rank with the group's device
+  // current.
 
   // Device time, in ms, of `rank`'s last uncaptured call once
   // asynctp::synchronize has returned for it: from where the rank's own work
@@ -96,6 +92,8 @@ class LoopbackGroup {
   double last_call_ms(int rank) const;
 
  private:
+  void enter_rank_thread(int rank) override;
+
   struct State;
   std::unique_ptr<State> state_;
 };

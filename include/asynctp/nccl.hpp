@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "asynctp/comm.hpp"
+#include "asynctp/group.hpp"
 
 struct ncclComm;  // nccl.h: typedef struct ncclComm* ncclComm_t;
 
@@ -58,24 +59,21 @@ struct EnvironmentOptions {
 // when not every rank reached the rendezvous in time.
 std::unique_ptr<Comm> comm_from_environment(const EnvironmentOptions& options = {});
 
-class LocalGroup {
+class LocalGroup final : public RankGroup {
  public:
   // (c) world_size ranks on devices[r] (default: GPUs 0 .. world_size - 1).
   // Throws Error(invalid_argument) on too few GPUs or a GPU named twice.
   explicit LocalGroup(int world_size, std::vector<int> devices = {});
-  ~LocalGroup();
-  LocalGroup(const LocalGroup&) = delete;
-  LocalGroup& operator=(const LocalGroup&) = delete;
+  ~LocalGroup() override;
 
-  int world_size() const noexcept;
-  Comm& comm(int rank);
+  int world_size() const noexcept override;
+  Comm& comm(int rank) override;
   int device(int rank) const;
-
-  // Runs body(comm) on one host thread per rank (its GPU made current) and
-  // joins them; rethrows the lowest failing rank's exception.
-  void run(const std::function<void(Comm&)>& body);
+  // run(body): RankGroup's, one host thread per rank with its GPU current.
 
  private:
+  void enter_rank_thread(int rank) override;
+
   struct State;
   std::unique_ptr<State> state_;
 };

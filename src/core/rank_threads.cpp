@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "asynctp/error.hpp"
+#include "asynctp/group.hpp"
 
 namespace asynctp::core {
 
@@ -35,3 +36,14 @@ void check_rank_argument(int rank, int world_size) {
 }
 
 }  // namespace asynctp::core
+
+namespace asynctp {
+
+void RankGroup::run(const std::function<void(Comm&)>& body) {
+  core::run_on_rank_threads(world_size(), [&](int rank) {
+    enter_rank_thread(rank);
+    body(comm(rank));
+  });
+}
+
+}  // namespace asynctp

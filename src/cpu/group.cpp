@@ -73,9 +73,4 @@ Comm& Group::comm(int rank) {
   return *state_->comms[static_cast<std::size_t>(rank)];
 }
 
-void Group::run(const std::function<void(Comm&)>& body) {
-  core::run_on_rank_threads(
-      world_size(), [&](int rank) { body(*state_->comms[static_cast<std::size_t>(rank)]); });
-}
-
 }  // namespace asynctp::cpu

@@ -93,12 +93,8 @@ double LoopbackGroup::last_call_ms(int rank) const {
   return state_->comms[static_cast<std::size_t>(rank)]->last_call_ms();
 }
 
-void LoopbackGroup::run(const std::function<void(Comm&)>& body) {
-  const int device = state_->shared.config.device;
-  core::run_on_rank_threads(world_size(), [&](int rank) {
-    gpu::check(gpu::rt::set_device(device), "set device (group device)");
-    body(*state_->comms[static_cast<std::size_t>(rank)]);
-  });
+void LoopbackGroup::enter_rank_thread(int) {
+  gpu::check(gpu::rt::set_device(state_->shared.config.device), "set device (group device)");
 }
 
 }  // namespace asynctp::loopback

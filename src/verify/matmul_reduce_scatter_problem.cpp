@@ -1,5 +1,5 @@
 // The op's verify problem: its tensors, references and checks. Its call and
-// plan are the op's entry points on a rank's tensors (src/api/ops.cpp).
+// plan are the op's entry points on a rank's tensors (src/call/collective.cpp).
 #include "asynctp/verify.hpp"
 #include "verify/check_within_bound.hpp"
 

@@ -40,6 +40,48 @@ TEST(Group, RunGivesEveryRankItsOwnComm) {
   }
 }
 
+// The hook a GPU group makes its device current with: called on the rank's
+// own thread, once, and returned from before the body runs there.
+class HookedGroup final : public RankGroup {
+ public:
+  explicit HookedGroup(int world) : entered(static_cast<std::size_t>(world)), inner_({world, 2}) {}
+  int world_size() const noexcept override { return inner_.world_size(); }
+  Comm& comm(int rank) override { return inner_.comm(rank); }
+  std::vector<std::thread::id> entered;
+  std::atomic<int> entries{0};
+
+ private:
+  void enter_rank_thread(int rank) override {
+    entered[static_cast<std::size_t>(rank)] = std::this_thread::get_id();
+    ++entries;
+  }
+  cpu::Group inner_;
+};
+
+TEST(Group, RankGroupRunsEachRanksEntryHookOnItsThreadBeforeTheBody) {
+  HookedGroup group(3);
+  RankGroup& generic = group;
+  std::vector<std::thread::id> bodies(3);
+  std::atomic<int> hooked_before_body{0};
+  generic.run([&](Comm& comm) {
+    const auto r = static_cast<std::size_t>(comm.rank());
+    bodies[r] = std::this_thread::get_id();
+    if (group.entered[r] == bodies[r]) ++hooked_before_body;
+  });
+  EXPECT_EQ(3, group.entries.load());
+  EXPECT_EQ(3, hooked_before_body.load());
+  EXPECT_THROW(generic.comm(3), Error);
+}
+
+TEST(Group, EveryInProcessGroupIsARankGroup) {
+  cpu::Group group({2, 2});
+  RankGroup& generic = group;
+  EXPECT_EQ(2, generic.world_size());
+  std::atomic<int> ranks{0};
+  generic.run([&](Comm& comm) { ranks += comm.rank() + 1; });
+  EXPECT_EQ(3, ranks.load());
+}
+
 TEST(Group, AutomaticWorkerCountIsAtLeastTwo) {
   asynctp_test::ScopedEnv env("ASYNCTP_CPU_WORKERS", std::nullopt);
   cpu::Group group({8, 0});

@@ -245,12 +245,9 @@ int LocalGroup::device(int rank) const {
   return state_->devices[static_cast<std::size_t>(rank)];
 }
 
-void LocalGroup::run(const std::function<void(Comm&)>& body) {
-  core::run_on_rank_threads(world_size(), [&](int r) {
-    gpu::check(rt::set_device(state_->devices[static_cast<std::size_t>(r)]),
-               "set device (rank's GPU)");
-    body(*state_->comms[static_cast<std::size_t>(r)]);
-  });
+void LocalGroup::enter_rank_thread(int rank) {
+  gpu::check(rt::set_device(state_->devices[static_cast<std::size_t>(rank)]),
+             "set device (rank's GPU)");
 }
 
 }  // namespace asynctp::nccl
