@@ -35,8 +35,10 @@ for spec in "$@"; do
   # The runner's own summary (per step), if it wrote one.
   [ -f "$scratch/$name/summary.txt" ] && sed 's/^/    /' "$scratch/$name/summary.txt" >>"$scratch/summaries.txt"
   echo "== $name (exit $rc)"; tail -n 25 "$scratch/$name/stdout.txt"
+  # Packed after every runner: a device call cut off by its own bound still
+  # brings back the logs of the runners that finished.
+  tar czf "$final_out/logs.tgz" -C "$scratch" .
 done
-tar czf "$final_out/logs.tgz" -C "$scratch" .
 echo "=== batch summary (logs in logs.tgz)"
 printf '%s\n' "${results[@]}"
 [ -f "$scratch/summaries.txt" ] && cat "$scratch/summaries.txt"
