@@ -8,7 +8,11 @@ differences are the layers' own cost), the median host time per call of
              from the tensors on every call, as the op builds them
   c_abi      the bare C ABI call on prebuilt descriptors: the library's own
              host time plus one ctypes call
-and the overhead of the package, public - c_abi. Each call is timed alone
+  python     the public call with the library's entry point replaced by a
+             no-op: the package's own Python, descriptors and allocations
+and the overhead of the package, public - c_abi. The rest of that
+difference beyond `python` is the library's: its call on fresh outputs
+rather than the same prebuilt ones. Each call is timed alone
 (perf_counter_ns), the variants round-robin in blocks so that load drifting
 on a shared machine hits them alike; medians after a warm-up. On CUDA the
 calls are enqueued back to back on the current stream (host time only; a
@@ -31,7 +35,7 @@ import time
 import torch
 import torch.distributed as dist
 
-VARIANTS = ("public", "dispatch", "c_abi+desc", "c_abi")
+VARIANTS = ("public", "dispatch", "c_abi+desc", "c_abi", "python")
 TARGET_ADDED_US = 20.0
 
 
@@ -86,7 +90,28 @@ def _callables(op, group, device, algorithm, m, k, n):
         if fn(handle, *prebuilt, info) != 0:
             _capi.check(1)
 
-    return {"public": public, "dispatch": dispatch, "c_abi+desc": described, "c_abi": bare}
+    return {"public": public, "dispatch": dispatch, "c_abi+desc": described, "c_abi": bare,
+            "python": public}
+
+
+class _LibraryCallsStubbed:
+    """While entered, the package's calls into the library do nothing (the
+    `python` variant); its outputs are then left unwritten."""
+
+    def __enter__(self):
+        from asynctp.torch import _ops
+
+        self._ops, self._call = _ops, _ops._capi.call
+        _ops._capi.call = lambda fn, comm, *args: None
+
+    def __exit__(self, *exc):
+        self._ops._capi.call = self._call
+
+
+def _stubbed_if(variant):
+    import contextlib
+
+    return _LibraryCallsStubbed() if variant == "python" else contextlib.nullcontext()
 
 
 def _sync(device):
@@ -106,22 +131,24 @@ def measure(group, device, *, calls=3000, warmup=200, block=100, algorithm="deco
     wall, cpu = time.perf_counter_ns, time.thread_time_ns
     for op in ("fused_all_gather_matmul", "fused_matmul_reduce_scatter"):
         fns = _callables(op, group, device, algorithm, m, k, n)
-        for fn in fns.values():
-            for _ in range(warmup):
-                fn()
+        for variant, fn in fns.items():
+            with _stubbed_if(variant):
+                for _ in range(warmup):
+                    fn()
         _sync(device)
         samples = {clock: {v: [] for v in VARIANTS} for clock in ("wall", "cpu")}
         for _ in range(max(1, calls // block)):
             for variant in VARIANTS:
                 fn = fns[variant]
                 walls, cpus = samples["wall"][variant], samples["cpu"][variant]
-                for _ in range(block):
-                    c0 = cpu()
-                    w0 = wall()
-                    fn()
-                    w1 = wall()
-                    cpus.append(cpu() - c0)
-                    walls.append(w1 - w0)
+                with _stubbed_if(variant):
+                    for _ in range(block):
+                        c0 = cpu()
+                        w0 = wall()
+                        fn()
+                        w1 = wall()
+                        cpus.append(cpu() - c0)
+                        walls.append(w1 - w0)
                 _sync(device)
         results[op] = {}
         for clock, by_variant in samples.items():

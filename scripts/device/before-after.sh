@@ -7,7 +7,9 @@
 #
 #   scripts/device/before-after.sh BEFORE_DIR AFTER_DIR [bench rounds, default 2]
 # With ASYNCTP_BEFORE_AFTER=bench only the benchmark rounds run (the suites of
-# the after side run elsewhere in the same call, e.g. cuda-backend.sh).
+# the after side run elsewhere in the same call, e.g. cuda-backend.sh);
+# ASYNCTP_BENCH_ARGS replaces the rounds' `--check` (a float64 reference of
+# 8192^3 takes about a minute of host time per round).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh
@@ -28,7 +30,7 @@ fi
 for round in $(seq 1 "$rounds"); do
   for side in before after; do
     bin=${!side}
-    run_step "$side-bench-$round" 200 "$bin/asynctp" bench --check
+    run_step "$side-bench-$round" 200 "$bin/asynctp" bench ${ASYNCTP_BENCH_ARGS:---check}
   done
 done
 print_summary " (before = $before, after = $after)"

@@ -6,7 +6,8 @@
 #   memcheck    out-of-bounds and misaligned accesses, leaks of device memory
 #   racecheck   shared-memory races (the native kernel's pipeline stages)
 #   synccheck   invalid uses of __syncthreads / barriers
-#   initcheck   reads of device memory never written (opt-in: not a default)
+#   initcheck   reads of device memory never written (opt-in: not a default),
+#               then its control; initcheck-control runs the control alone
 # The selection (small shapes: the tools slow kernels 10-100x): both ops'
 # loopback correctness cases at W = 2 on both links (every algorithm and
 # dtype), the native kernel's gating, one graph capture of each op, and the
@@ -64,12 +65,29 @@ if grep -q -e 'Device not supported' -e 'Unable to find injection' "$OUT/probe.l
   exit 1
 fi
 
+# The control (tests/gpu/initcheck_control_test.cpp): the same copy after a
+# memset or a kernel's stores, ordered by a stream-memory-operation flag
+# wait, then by an event wait. Its reports are counted, not failed on:
+# reports from a flag wait alone mean initcheck does not model that ordering,
+# which the native reduce-scatter's shipping copies rely on.
+initcheck_control() {
+  for control in CopyAfterAFlagWait CopyAfterAnEventWait KernelWrittenCopyAfterAFlagWait \
+    KernelWrittenCopyAfterAnEventWait; do
+    run_step "initcheck-$control" 60 "$sanitizer" --tool initcheck --print-limit 5 \
+      "$bin/asynctp_gpu_tests" --gtest_brief=1 --gtest_filter="InitcheckControl.$control"
+    echo "initcheck control $control: $(grep -E 'ERROR SUMMARY' "$OUT/initcheck-$control.log" |
+      head -n 1)"
+  done
+}
+
 for tool in "${tools[@]}"; do
   case $tool in
     memcheck) extra=(--leak-check full) ;;
     racecheck) extra=(--racecheck-report analysis) ;;
     synccheck | initcheck) extra=() ;;
-    *) echo "unknown tool $tool (memcheck, racecheck, synccheck, initcheck)"; exit 2 ;;
+    initcheck-control) initcheck_control; continue ;;
+    *) echo "unknown tool $tool (memcheck, racecheck, synccheck, initcheck, initcheck-control)"
+       exit 2 ;;
   esac
   # The replay test's thousand replays are for the plain run: under a tool,
   # ASYNCTP_TEST_GRAPH_REPLAYS cuts them (it keeps its first/last checks).
@@ -79,18 +97,6 @@ for tool in "${tools[@]}"; do
     --error-exitcode 1 --print-limit 200 --target-processes all "${extra[@]}" \
     "$bin/asynctp_gpu_tests" --gtest_brief=1 --gtest_filter="$selection"
   grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$OUT/$tool.log" | tail -n 3
-  if [ "$tool" = initcheck ]; then
-    # The control (tests/gpu/initcheck_control_test.cpp): the same copy
-    # after a memset, ordered by a stream-memory-operation flag wait, then
-    # by an event wait. Its reports are counted, not failed on: reports
-    # from the flag wait alone mean initcheck does not model that ordering,
-    # which the native reduce-scatter's shipping copies rely on.
-    for control in CopyAfterAFlagWait CopyAfterAnEventWait; do
-      run_step "initcheck-$control" 60 "$sanitizer" --tool initcheck --print-limit 5 \
-        "$bin/asynctp_gpu_tests" --gtest_brief=1 --gtest_filter="InitcheckControl.$control"
-      echo "initcheck control $control: $(grep -E 'ERROR SUMMARY' "$OUT/initcheck-$control.log" |
-        head -n 1)"
-    done
-  fi
+  if [ "$tool" = initcheck ]; then initcheck_control; fi
 done
 print_summary " (compute-sanitizer: ${tools[*]})"

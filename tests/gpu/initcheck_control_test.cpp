@@ -1,21 +1,25 @@
 // A control for compute-sanitizer's initcheck (scripts/device/sanitize.sh
 // runs it under the tool; it also runs as a plain test). A device buffer is
 // initialized on one stream (a device delay first, so that an early copy
-// would really read it unwritten, then a memset) and copied to pinned host
-// memory on another stream, ordered after the memset in one of two ways:
+// would really read it unwritten, then the write) and copied to pinned host
+// memory on another stream, ordered after the write in one of two ways:
 //
-//   InitcheckControl.CopyAfterAFlagWait
-//       a flag word written by a stream memory operation after the memset
+//   ...CopyAfterAFlagWait
+//       a flag word written by a stream memory operation after the write
 //       and waited for (cuStreamWaitValue32) on the copy's stream: how the
 //       native reduce-scatter's finished chunks are handed to the copy engines.
-//   InitcheckControl.CopyAfterAnEventWait
-//       cudaEventRecord after the memset, cudaStreamWaitEvent before the copy.
+//   ...CopyAfterAnEventWait
+//       cudaEventRecord after the write, cudaStreamWaitEvent before the copy.
 //
-// Either way every copied byte must be the memset's (checked here). Under
-// initcheck, "uninitialized" reports from the first and none from the second
-// mean the tool does not model memory-operation ordering: what its reports
-// against the native reduce-scatter's shipping copies need to be told apart
-// from a real early read.
+// The write is a memset (InitcheckControl.Copy...) or, as in the native
+// reduce-scatter whose partials a kernel stores, a kernel's stores
+// (InitcheckControl.KernelWrittenCopy...: the reduction kernel copying a
+// memset buffer). Either way every copied byte must be the written pattern
+// (checked here). Under initcheck, "uninitialized" reports from a flag wait
+// and none from the matching event wait mean the tool does not model
+// memory-operation ordering: what its reports against the native
+// reduce-scatter's shipping copies need to be told apart from a real early
+// read.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -37,18 +41,23 @@ constexpr std::uint64_t kDelayNs = 2'000'000;  // 2 ms ahead of the memset
 constexpr unsigned char kPattern = 0x5a;
 
 enum class Order { flag_wait, event_wait };
+enum class Writer { memset, kernel };
 
-void copy_after_initialization(Order order) {
+void copy_after_initialization(Order order, Writer writer) {
   ASYNCTP_REQUIRE_SM90();
   const asynctp_test::Seed seed;
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
   const std::uint32_t epoch = random_epoch(rng);
 
-  DeviceBuffer data, flag;
+  DeviceBuffer data, source, flag;
   PinnedBuffer host;
   CUDA_ASSERT(data.alloc(kBytes));
   CUDA_ASSERT(flag.alloc(sizeof(std::uint32_t)));
+  if (writer == Writer::kernel) {
+    CUDA_ASSERT(source.alloc(kBytes));
+    CUDA_ASSERT(cudaMemset(source.p, kPattern, kBytes));
+  }
   CUDA_ASSERT(host.alloc(kBytes, cudaHostAllocDefault));
   CUDA_ASSERT(cudaMemset(flag.p, 0, sizeof(std::uint32_t)));  // never the epoch (non-zero)
   std::memset(host.p, 0, kBytes);
@@ -59,7 +68,18 @@ void copy_after_initialization(Order order) {
   CUDA_ASSERT(written.create());
 
   CUDA_ASSERT(asynctp::gpu::enqueue_link_delay(kDelayNs, producer.s));
-  CUDA_ASSERT(cudaMemsetAsync(data.p, kPattern, kBytes, producer.s));
+  if (writer == Writer::memset) {
+    CUDA_ASSERT(cudaMemsetAsync(data.p, kPattern, kBytes, producer.s));
+  } else {
+    // fp32 elements of the byte pattern, summed alone: written unchanged.
+    asynctp::gpu::ReduceArgs copy;
+    copy.dtype = asynctp::DType::fp32;
+    copy.rows = 1;
+    copy.cols = static_cast<std::int64_t>(kBytes / sizeof(float));
+    copy.own = source.p;
+    copy.out = data.p;
+    CUDA_ASSERT(asynctp::gpu::enqueue_reduce_partials(copy, producer.s));
+  }
   if (order == Order::flag_wait) {
     asynctp::gpu::write_value32(producer.s, flag.as<std::uint32_t>(), epoch);
     asynctp::gpu::wait_value32_equal(copier.s, flag.as<std::uint32_t>(), epoch);
@@ -79,11 +99,23 @@ void copy_after_initialization(Order order) {
       ++wrong;
     }
   }
-  EXPECT_EQ(wrong, 0u) << "bytes copied before the memset wrote them; first at " << first_wrong;
+  EXPECT_EQ(wrong, 0u) << "bytes copied before they were written; first at " << first_wrong;
 }
 
-TEST(InitcheckControl, CopyAfterAFlagWait) { copy_after_initialization(Order::flag_wait); }
+TEST(InitcheckControl, CopyAfterAFlagWait) {
+  copy_after_initialization(Order::flag_wait, Writer::memset);
+}
 
-TEST(InitcheckControl, CopyAfterAnEventWait) { copy_after_initialization(Order::event_wait); }
+TEST(InitcheckControl, CopyAfterAnEventWait) {
+  copy_after_initialization(Order::event_wait, Writer::memset);
+}
+
+TEST(InitcheckControl, KernelWrittenCopyAfterAFlagWait) {
+  copy_after_initialization(Order::flag_wait, Writer::kernel);
+}
+
+TEST(InitcheckControl, KernelWrittenCopyAfterAnEventWait) {
+  copy_after_initialization(Order::event_wait, Writer::kernel);
+}
 
 }  // namespace

@@ -75,10 +75,11 @@ def last_run(op="fused_all_gather_matmul"):
 
 
 def _moved_first_shape(shape, dim, factor_num, factor_den):
-    """shape with `dim` moved first and its size scaled by num/den."""
+    """shape (a new list) with `dim` moved first and its size scaled by num/den."""
     shape = list(shape)
     first = shape.pop(dim)
-    return [first * factor_num // factor_den] + shape
+    shape.insert(0, first * factor_num // factor_den)
+    return shape
 
 
 # ---- rules (local; a broken one is rejected collectively) -------------------------
@@ -158,6 +159,7 @@ def _checked(comm, dim, rule):
 # ---- the call into the library ---------------------------------------------------------
 
 _current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_entry_points = {}  # name -> the loaded library's function (one library per process)
 
 
 def _run(entry_point, comm, tensor, algorithm, matrices):
@@ -170,7 +172,9 @@ def _run(entry_point, comm, tensor, algorithm, matrices):
         opts = _capi.options(algorithm, stream=stream)
     except ValueError as e:
         raise InvalidArgumentError(str(e)) from None
-    fn = getattr(_capi.lib(), entry_point)
+    fn = _entry_points.get(entry_point)
+    if fn is None:
+        fn = _entry_points[entry_point] = getattr(_capi.lib(), entry_point)
     if index < 0 or torch._C._cuda_getDevice() == index:
         return _capi.call(fn, comm, *matrices, opts)
     with torch.cuda.device(index):
@@ -181,10 +185,11 @@ def _run(entry_point, comm, tensor, algorithm, matrices):
 
 
 def _gathered_buffers(A_shard, Bs, dim, world_size, need_A):
-    shape = _moved_first_shape(A_shard.shape, dim, world_size, 1)
-    A_buf = A_shard.new_empty(shape) if need_A else None
-    C_buf = A_shard.new_empty(shape[:-1] + [Bs[0].shape[1]])
-    return A_buf, C_buf
+    # Sizes as separate ints: new_empty parses them faster than a list.
+    sizes = _moved_first_shape(A_shard.shape, dim, world_size, 1)
+    A_buf = A_shard.new_empty(*sizes) if need_A else None
+    sizes[-1] = Bs[0].shape[1]
+    return A_buf, A_shard.new_empty(*sizes)
 
 
 def _fused_all_gather_matmul(A_shard, Bs, gather_dim, group_name, return_A, algorithm):
@@ -286,7 +291,9 @@ def _fused_matmul_reduce_scatter(A, B, reduce_op, scatter_dim, group_name, algor
     A_local = A if dim == 0 else A.movedim(dim, 0).contiguous()
     k, n = A.shape[-1], B.shape[1]
     M = A_local.numel() // k if k else 0
-    out = A.new_empty(_moved_first_shape(list(A.shape[:-1]) + [n], dim, 1, W))
+    sizes = _moved_first_shape(A.shape, dim, 1, W)
+    sizes[-1] = n
+    out = A.new_empty(*sizes)
     _last_run["fused_matmul_reduce_scatter"] = _run(
         "asynctpFusedMatmulReduceScatter", comm, A, algorithm,
         reduce_scatter_matrices(A_local, B, out, M, k, n, W),
@@ -328,8 +335,9 @@ def _fused_matmul_reduce_scatter_fake(A, B, reduce_op, scatter_dim, group_name, 
         raise InvalidArgumentError(rule)
     if dim == A.dim() - 1:
         return _scatter_last_dim_out(A, B, W)[1]
-    out = A.new_empty(_moved_first_shape(list(A.shape[:-1]) + [B.shape[1]], dim, 1, W))
-    return out.movedim(0, dim)
+    sizes = _moved_first_shape(A.shape, dim, 1, W)
+    sizes[-1] = B.shape[1]
+    return A.new_empty(*sizes).movedim(0, dim)
 
 
 for _name_, _kernel, _fake in (
