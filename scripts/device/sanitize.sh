@@ -67,12 +67,14 @@ fi
 
 # The control (tests/gpu/initcheck_control_test.cpp): the same copy after a
 # memset or a kernel's stores, ordered by a stream-memory-operation flag
-# wait, then by an event wait. Its reports are counted, not failed on:
-# reports from a flag wait alone mean initcheck does not model that ordering,
-# which the native reduce-scatter's shipping copies rely on.
+# wait, then by an event wait; and a copy of rows a still-running kernel has
+# stored, enqueued after the stores or (as the reduce-scatter enqueues its
+# shipping) before them behind a flag wait. Its reports are counted, not
+# failed on (what each variant's reports would mean: the test's comment).
 initcheck_control() {
   for control in CopyAfterAFlagWait CopyAfterAnEventWait KernelWrittenCopyAfterAFlagWait \
-    KernelWrittenCopyAfterAnEventWait; do
+    KernelWrittenCopyAfterAnEventWait CopyWhileTheWriterRuns \
+    CopyWhileTheWriterRunsEnqueuedBeforeTheWrite; do
     run_step "initcheck-$control" 60 "$sanitizer" --tool initcheck --print-limit 5 \
       "$bin/asynctp_gpu_tests" --gtest_brief=1 --gtest_filter="InitcheckControl.$control"
     echo "initcheck control $control: $(grep -E 'ERROR SUMMARY' "$OUT/initcheck-$control.log" |

@@ -20,12 +20,29 @@
 // memory-operation ordering: what its reports against the native
 // reduce-scatter's shipping copies need to be told apart from a real early
 // read.
+//
+// InitcheckControl.CopyWhileTheWriterRuns: what the four above leave out.
+// In the native reduce-scatter the kernel that stores a chunk is still
+// running (on its later chunks) when the chunk is copied. Here the native
+// all-gather kernel computes chunk 0's rows of C and then waits, still
+// running, for chunk 1, which the host releases only after copying chunk
+// 0's rows of C out on another stream; the copy must equal the final C rows
+// (so it read written values). Reports here mean initcheck counts a
+// kernel's stores as initialization only once the kernel has ended.
+// ...EnqueuedBeforeTheWrite: the same, with the copy enqueued as the
+// reduce-scatter enqueues its shipping (before the kernel has stored
+// anything), behind a stream-memory-operation wait on a host-mapped word the
+// host sets once chunk 0's rows are stored. Reports here alone mean the tool
+// judges such a copy's source when the copy is enqueued.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "gpu/gpu_support.hpp"
 #include "gpu/partial_kernels.hpp"
@@ -116,6 +133,91 @@ TEST(InitcheckControl, KernelWrittenCopyAfterAFlagWait) {
 
 TEST(InitcheckControl, KernelWrittenCopyAfterAnEventWait) {
   copy_after_initialization(Order::event_wait, Writer::kernel);
+}
+
+void copy_while_the_writer_runs(bool enqueue_before_the_write) {
+  ASYNCTP_REQUIRE_SM90();
+  namespace nat = asynctp::cuda::native;
+  const asynctp_test::Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  const nat::NativeGemmConfig& config = nat::native_gemm_configs().front();
+  const bool bcol = !config.has_b_row_major;
+  const HostProblem hp(2, config.m_granularity, 256, 128, bcol, rng);
+  DeviceProblem dp;
+  ASSERT_NO_FATAL_FAILURE(upload(hp, dp));
+  const std::uint32_t epoch = random_epoch(rng);
+
+  // Chunk 0 (the pivot, the kernel's first) released (or, with the copy
+  // enqueued first, released once it is), chunk 1 held; flags[2] is the
+  // copy's go.
+  PinnedBuffer flags_host, rows_host;
+  CUDA_ASSERT(flags_host.alloc(3 * sizeof(std::uint32_t), cudaHostAllocMapped));
+  std::uint32_t* flags = flags_host.as<std::uint32_t>();
+  flags[0] = enqueue_before_the_write ? epoch - 1 : epoch;
+  flags[1] = epoch - 1;
+  flags[2] = 0;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::uint32_t* flags_dev = nullptr;
+  CUDA_ASSERT(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flags_dev), flags_host.p, 0));
+  const std::size_t chunk_c_bytes = hp.c_bytes() / 2;
+  CUDA_ASSERT(rows_host.alloc(chunk_c_bytes, cudaHostAllocDefault));
+
+  Stream kernel_stream, copier;
+  CUDA_ASSERT(kernel_stream.create());
+  CUDA_ASSERT(copier.create());
+  const nat::NativeGemmArgs args = make_args(hp, dp, /*pivot=*/0, flags_dev, epoch,
+                                             /*timeout_ns=*/20'000'000'000ull);
+  std::string reason;
+  ASSERT_TRUE(nat::can_implement(config, args, &reason)) << reason;
+  CUDA_ASSERT(nat::launch(config, args, nullptr, kernel_stream.s));
+
+  // Chunk 0's tiles take microseconds; 50 ms later the kernel only waits.
+  // With the copy enqueued first, a thread of its own releases chunk 0 and
+  // then the copy: were the tool to block the enqueue until its wait is met,
+  // this thread still gets there.
+  std::thread releaser;
+  cudaError_t copied = cudaSuccess;
+  if (enqueue_before_the_write) {
+    releaser = std::thread([flags, epoch] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::atomic_ref<std::uint32_t>(flags[0]).store(epoch, std::memory_order_release);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::atomic_ref<std::uint32_t>(flags[2]).store(1, std::memory_order_release);
+    });
+    try {  // the releaser is joined below whatever happens here
+      asynctp::gpu::wait_value32_equal(copier.s, flags_dev + 2, 1);
+      copied =
+          cudaMemcpyAsync(rows_host.p, dp.c.p, chunk_c_bytes, cudaMemcpyDeviceToHost, copier.s);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+      copied = cudaErrorUnknown;
+    }
+  } else {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    copied = cudaMemcpyAsync(rows_host.p, dp.c.p, chunk_c_bytes, cudaMemcpyDeviceToHost, copier.s);
+  }
+  const cudaError_t copy_done =
+      copied == cudaSuccess ? wait_stream_bounded(copier.s, 10.0, "the copy of chunk 0's C rows")
+                            : copied;
+  if (releaser.joinable()) releaser.join();
+  const bool still_running = cudaStreamQuery(kernel_stream.s) == cudaErrorNotReady;
+  std::atomic_ref<std::uint32_t>(flags[1]).store(epoch, std::memory_order_release);
+  CUDA_ASSERT(wait_stream_bounded(kernel_stream.s, 30.0, "the kernel after chunk 1's release"));
+  CUDA_ASSERT(copy_done);
+  EXPECT_TRUE(still_running) << "the kernel ended before chunk 1 was released";
+
+  std::vector<unsigned char> final_rows(chunk_c_bytes);
+  CUDA_ASSERT(cudaMemcpy(final_rows.data(), dp.c.p, chunk_c_bytes, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(0, std::memcmp(final_rows.data(), rows_host.p, chunk_c_bytes))
+      << "the copy made while the kernel ran differs from chunk 0's final rows";
+  ASSERT_NO_FATAL_FAILURE(expect_correct(hp, dp, "the kernel after the copy"));
+}
+
+TEST(InitcheckControl, CopyWhileTheWriterRuns) { copy_while_the_writer_runs(false); }
+
+TEST(InitcheckControl, CopyWhileTheWriterRunsEnqueuedBeforeTheWrite) {
+  copy_while_the_writer_runs(true);
 }
 
 }  // namespace
