@@ -21,7 +21,9 @@ run() {  # label, then asynctp run arguments (environment first, via env)
 cli=("$bin/asynctp" run)
 run "all, traced" "${cli[@]}" -m "$m" -n "$n" -k "$k" --algo all --trace "$OUT/trace-$m-$n-$k-$layout.json"
 run "native, library tail" env ASYNCTP_NATIVE_TAIL=library "${cli[@]}" -m "$m" -n "$n" -k "$k" --algo native
-for tile in 64x256 128x128 128x256 256x128; do
+# Tile sizes as ASYNCTP_TILE_M/N name them: rows per cluster (tile M x
+# cluster M) by tile N; a config whose rows do not divide M / W is refused.
+for tile in 64x128 64x256 128x128 256x128 256x256 512x160; do
   run "native, tile $tile" env ASYNCTP_TILE_M="${tile%x*}" ASYNCTP_TILE_N="${tile#*x}" \
     "${cli[@]}" -m "$m" -n "$n" -k "$k" --algo native
 done
