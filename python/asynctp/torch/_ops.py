@@ -55,14 +55,25 @@ from asynctp.torch._tensors import (
 )
 
 _LIB = torch.library.Library("asynctp", "DEF")
+# Inductor must hand the ops their inputs with the strides eager mode has
+# (the rules require a contiguous A): PyTorch 2.4's inductor otherwise may
+# pick another layout for a custom op's input. needs_exact_strides where
+# PyTorch has it, needs_fixed_stride_order before.
+_STRIDE_TAGS = tuple(
+    getattr(torch.Tag, name)
+    for name in ("needs_exact_strides", "needs_fixed_stride_order")
+    if hasattr(torch.Tag, name)
+)[:1]
 _LIB.define(
     "fused_all_gather_matmul(Tensor A_shard, Tensor[] Bs, int gather_dim, str group_name, "
-    "bool return_A, str algorithm) -> (Tensor, Tensor[])"
+    "bool return_A, str algorithm) -> (Tensor, Tensor[])",
+    tags=_STRIDE_TAGS,
 )
 # No defaults in the schemas: PyTorch 2.4's take none for str.
 _LIB.define(
     "fused_matmul_reduce_scatter(Tensor A, Tensor B, str reduce_op, int scatter_dim, "
-    "str group_name, str algorithm) -> Tensor"
+    "str group_name, str algorithm) -> Tensor",
+    tags=_STRIDE_TAGS,
 )
 
 _last_run = {}  # op name -> the RunInfo of this process's last call

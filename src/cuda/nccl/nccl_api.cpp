@@ -20,6 +20,7 @@
 #include "cuda/nccl/environment_comm.hpp"
 #include "cuda/nccl/nccl_check.hpp"
 #include "cuda/nccl/nccl_comm.hpp"
+#include "cuda/nccl/nccl_device_api.hpp"
 #include "gpu/check.hpp"
 #include "gpu/rank_backend.hpp"
 #include "gpu/runtime.hpp"
@@ -163,6 +164,7 @@ std::unique_ptr<Comm> comm_from_launch_info(const bootstrap::LaunchInfo& launch,
     from_hex(fields.at("id"), &id, sizeof id);
   }
   ncclComm_t comm = nullptr;
+  require_device_api();
   check_nccl(ncclCommInitRank(&comm, info->world_size, id, info->rank), "ncclCommInitRank");
   try {
     return std::make_unique<NcclComm>(comm, /*owns_comm=*/true);
@@ -203,6 +205,7 @@ LocalGroup::LocalGroup(int world_size, std::vector<int> devices) {
       }
     }
   }
+  require_device_api();
   std::vector<ncclComm_t> raw(static_cast<std::size_t>(world_size), nullptr);
   check_nccl(ncclCommInitAll(raw.data(), world_size, devices.data()), "ncclCommInitAll");
   auto state = std::make_unique<State>();

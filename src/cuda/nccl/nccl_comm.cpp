@@ -16,6 +16,7 @@
 #include "cuda/nccl/enqueue_nccl_call.hpp"
 #include "cuda/nccl/enqueue_nccl_reduce_scatter.hpp"
 #include "cuda/nccl/nccl_check.hpp"
+#include "cuda/nccl/nccl_device_api.hpp"
 #include "cuda/nccl/peer_copy_probe.hpp"
 #include "gpu/check.hpp"
 #include "gpu/runtime_backend.hpp"
@@ -65,6 +66,8 @@ NcclComm::NcclComm(ncclComm_t comm, bool owns_comm)
       rank_(comm_rank(comm)),
       world_(comm_size(comm)),
       workspace_(comm, rank_, world_) {
+  // Every rank's process loaded the same NCCL, so all refuse alike here.
+  require_device_api();
   // Local set-up first. The peers learn through a bounded all-gather whether
   // it succeeded on every rank before any of them enters the collective
   // probe below (which has no timeout): a rank that cannot set up aborts

@@ -1,13 +1,12 @@
 #include "cuda/nccl/symmetric_workspace.hpp"
 
-#include <nccl_device.h>
-
 #include <string>
 
 #include "asynctp/error.hpp"
 #include "core/log.hpp"
 #include "cuda/nccl/device_kernels.hpp"
 #include "cuda/nccl/nccl_check.hpp"
+#include "cuda/nccl/nccl_device_api.hpp"
 #include "gpu/check.hpp"
 
 namespace asynctp::nccl {
