@@ -4,6 +4,7 @@ Exits 0 when every check passed; prints what failed otherwise. Every rank
 makes every rank's inputs from the same seed, so it can compute the float64
 reference of the whole group's result by itself."""
 
+import datetime
 import os
 import signal
 import sys
@@ -614,6 +615,14 @@ def main():
         failures.append("exception")
     finally:
         atp.destroy()
+        # Every rank reaches the group's teardown before any destroys it:
+        # PyTorch 2.4's gloo teardown could hang in a rank whose peer had
+        # already exited. Bounded, and skipped where a rank was killed.
+        if backend == "gloo" and WORLD > 1 and name != "killed_rank":
+            try:
+                dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
+            except RuntimeError as e:
+                print(f"[rank {RANK}] teardown barrier: {e}", flush=True)
         dist.destroy_process_group()
     print(f"[rank {RANK}] {name}: {len(failures)} failure(s)", flush=True)
     sys.exit(1 if failures else 0)
