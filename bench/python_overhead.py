@@ -26,6 +26,7 @@ torchrun; rank 0 prints.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -109,8 +110,6 @@ class _LibraryCallsStubbed:
 
 
 def _stubbed_if(variant):
-    import contextlib
-
     return _LibraryCallsStubbed() if variant == "python" else contextlib.nullcontext()
 
 

@@ -170,7 +170,6 @@ def _checked(comm, dim, rule):
 # ---- the call into the library ---------------------------------------------------------
 
 _current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-_entry_points = {}  # name -> the loaded library's function (one library per process)
 
 
 def _run(entry_point, comm, tensor, algorithm, matrices):
@@ -183,9 +182,7 @@ def _run(entry_point, comm, tensor, algorithm, matrices):
         opts = _capi.options(algorithm, stream=stream)
     except ValueError as e:
         raise InvalidArgumentError(str(e)) from None
-    fn = _entry_points.get(entry_point)
-    if fn is None:
-        fn = _entry_points[entry_point] = getattr(_capi.lib(), entry_point)
+    fn = getattr(_capi.lib(), entry_point)
     if index < 0 or torch._C._cuda_getDevice() == index:
         return _capi.call(fn, comm, *matrices, opts)
     with torch.cuda.device(index):

@@ -31,20 +31,16 @@ def grad_rule(name, tensors):
     """The ops have no autograd formula (as torch.ops.symm_mem's): a call
     that autograd would have to record is refused rather than left to
     PyTorch's fallback, which would drop the gradient with only a warning."""
-    if not torch.is_grad_enabled():
-        return None
-    for t in tensors:
-        if t.requires_grad:
-            return _grad_message(name)
+    if torch.is_grad_enabled():
+        for t in tensors:  # a loop, not any(): no generator on every op call
+            if t.requires_grad:
+                return (
+                    f"{name}: must not require grad while grad mode is on (the ops have no "
+                    "autograd formula): use ColumnParallelLinear / RowParallelLinear, whose "
+                    "backward runs through them, or call under torch.no_grad() or on detached "
+                    "tensors"
+                )
     return None
-
-
-def _grad_message(name):
-    return (
-        f"{name}: must not require grad while grad mode is on (the ops have no autograd "
-        "formula): use ColumnParallelLinear / RowParallelLinear, whose backward runs "
-        "through them, or call under torch.no_grad() or on detached tensors"
-    )
 
 
 def normalize_dim(name, dim, ndim):
