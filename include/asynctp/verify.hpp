@@ -136,6 +136,10 @@ struct ProblemShape {
   // The reduce-scatter's: how the run checked sums its partials (the error
   // bound allows for it).
   PartialSum partial_sum = PartialSum::fp32;
+  // The all-gather's: whether its calls ask for the gathered A too
+  // (a_gathered_out; false: C alone, as PyTorch's return_A=False, and the
+  // ranks have no gathered A to check).
+  bool gathered_out = true;
 };
 using AllGatherMatmulShape = ProblemShape;
 using MatmulReduceScatterShape = ProblemShape;
@@ -246,7 +250,7 @@ struct AllGatherMatmulRank {
   TensorView a_shard;     // m x k, row-major
   TensorView b;           // k x n, row- or column-major
   TensorView c;           // (W*m) x n, row-major
-  TensorView a_gathered;  // (W*m) x k, row-major
+  TensorView a_gathered;  // (W*m) x k, row-major; none (null) without gathered_out
 };
 
 // fused_all_gather_matmul across W ranks. Each rank holds its A shard and its

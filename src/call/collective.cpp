@@ -198,17 +198,25 @@ RunInfo plan_fused_matmul_reduce_scatter(const Comm& comm, const TensorView& a, 
 }
 
 namespace verify {
+namespace {
+
+// The gathered A output, when the problem has one (ProblemShape::gathered_out).
+const TensorView* gathered_of(const RankTensors& on) {
+  return on.outputs.size() > 1 ? &on.outputs[1].view : nullptr;
+}
+
+}  // namespace
 
 RunInfo AllGatherMatmulProblem::call(Comm& comm, const RankTensors& on,
                                      const Options& options) const {
   return fused_all_gather_matmul(comm, on.inputs.at(0).view, on.inputs.at(1).view,
-                                 on.outputs.at(0).view, &on.outputs.at(1).view, options);
+                                 on.outputs.at(0).view, gathered_of(on), options);
 }
 
 RunInfo AllGatherMatmulProblem::plan(const Comm& comm, const RankTensors& on,
                                      const Options& options) const {
   return plan_fused_all_gather_matmul(comm, on.inputs.at(0).view, on.inputs.at(1).view,
-                                      on.outputs.at(0).view, &on.outputs.at(1).view, options);
+                                      on.outputs.at(0).view, gathered_of(on), options);
 }
 
 RunInfo MatmulReduceScatterProblem::call(Comm& comm, const RankTensors& on,

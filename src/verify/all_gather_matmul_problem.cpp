@@ -10,9 +10,11 @@ AllGatherMatmulProblem::AllGatherMatmulProblem(const AllGatherMatmulShape& shape
   const std::int64_t rows = shape.world_size * shape.m;
   add_ranks(seed, [&] {
     const Rank rank{allocate(shape.m, shape.k), allocate(shape.k, shape.n, shape.b_col_major),
-                    allocate(rows, shape.n), allocate(rows, shape.k)};
-    return std::pair{rank, RankTensors{{{"A shard", rank.a_shard}, {"B", rank.b}},
-                                       {{"C", rank.c}, {"gathered A", rank.a_gathered}}}};
+                    allocate(rows, shape.n),
+                    shape.gathered_out ? allocate(rows, shape.k) : TensorView{}};
+    RankTensors tensors{{{"A shard", rank.a_shard}, {"B", rank.b}}, {{"C", rank.c}}};
+    if (shape.gathered_out) tensors.outputs.push_back({"gathered A", rank.a_gathered});
+    return std::pair{rank, tensors};
   });
 }
 
@@ -22,7 +24,8 @@ std::uint64_t AllGatherMatmulProblem::host_bytes(const AllGatherMatmulShape& sha
                                                  bool with_references) {
   const std::int64_t rows = shape.world_size * shape.m;
   return host_bytes_of(shape, with_references,
-                       shape.m * shape.k + shape.k * shape.n + rows * shape.n + rows * shape.k,
+                       shape.m * shape.k + shape.k * shape.n + rows * shape.n +
+                           (shape.gathered_out ? rows * shape.k : 0),
                        rows * shape.n, rows * shape.k + shape.k * shape.n);
 }
 
@@ -43,7 +46,8 @@ std::vector<double> AllGatherMatmulProblem::compute_reference(int rank) const {
 
 Verdict AllGatherMatmulProblem::check_rank(int rank, const std::vector<double>& reference) const {
   const Rank& r = this->rank(rank);
-  return check_all_gather_matmul(r.c, &r.a_gathered, gemm_a_blocks(), reference);
+  return check_all_gather_matmul(r.c, r.a_gathered.data ? &r.a_gathered : nullptr,
+                                 gemm_a_blocks(), reference);
 }
 
 }  // namespace asynctp::verify

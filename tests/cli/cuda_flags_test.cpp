@@ -285,6 +285,29 @@ TEST(CliCudaRun, ChecksEveryAlgorithmOnTheGpu) {
   }
 }
 
+// Without the gathered A: native and pipelined read the rank's own chunk in
+// place and skip its copy; C is still checked on every rank, over both links.
+TEST(CliCudaRun, NoGatheredChecksEveryAlgorithmOnTheGpu) {
+  for (const char* link : {"pcie", "arrival"}) {
+    SCOPED_TRACE(link);
+    const ToolResult r =
+        run_tool({"run", "--backend", "cuda", "--world-size", "4", "-m", "1024", "-n", "256", "-k",
+                  "256", "--iters", "2", "--check", "--json", "--no-gathered", "--link", link},
+                 {kMachineGpus});
+    if (r.exit_code != 0 && cuda_unusable(r)) GTEST_SKIP() << r.err;
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const Json doc = JsonParser(r.out).parse_document();
+    EXPECT_FALSE(doc["gathered_out"].boolean);
+    EXPECT_TRUE(doc["check_ok"].boolean);
+    for (const Json& algo : doc["algorithms"].array) {
+      SCOPED_TRACE(algo["name"].string);
+      if (!algo["available"].boolean) continue;  // native off sm_90
+      EXPECT_GT(algo["max_rel_error"].number, 0);
+      EXPECT_TRUE(algo["check_ok"].boolean);
+    }
+  }
+}
+
 // --trace on the GPU: each rank's row holds, beside its host enqueue, the
 // device's lanes: one device call span per traced algorithm, the pcie
 // link's copies and signals, and native's one tile lane per chunk.

@@ -64,6 +64,33 @@ TEST(CliJson, OneObjectWithParametersPlannerAndEveryAlgorithm) {
   EXPECT_DOUBLE_EQ(algos[2]["speedup_vs_decomposed"].number, 1.0);
 }
 
+// --no-gathered: the calls ask for C alone; the check is C's (every element
+// written, within tolerance) and the JSON says no gathered A was asked for.
+TEST(CliJson, NoGatheredChecksCAlone) {
+  const ToolResult r = run_tool(small({"--json", "--check", "--no-gathered"}));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  Json doc;
+  ASSERT_NO_THROW(doc = parse_json(r.out)) << r.out;
+  EXPECT_FALSE(doc["gathered_out"].boolean);
+  EXPECT_TRUE(doc["check_ok"].boolean);
+  ASSERT_EQ(doc["algorithms"].array.size(), 3u) << r.out;
+  for (const Json& a : doc["algorithms"].array) {
+    SCOPED_TRACE(a["name"].string);
+    EXPECT_TRUE(a["check_ok"].boolean);
+    EXPECT_LT(a["max_rel_error"].number, doc["tolerance"].number);
+  }
+  const ToolResult with = run_tool(small({"--json"}));
+  ASSERT_EQ(with.exit_code, 0) << with.out << with.err;
+  EXPECT_TRUE(parse_json(with.out)["gathered_out"].boolean);
+}
+
+TEST(CliJson, NoGatheredWithTheReduceScatterIsAUsageError) {
+  const ToolResult r = run_tool(small({"--op", "matmul-reduce-scatter", "--no-gathered"}));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "--no-gathered: only with --op all-gather-matmul")) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 TEST(CliJson, UnavailableAlgorithmCarriesItsReasonAndNulls) {
   const ToolResult r = run_tool({"run", "--world-size", "4", "-m", "800", "-n", "256", "-k", "256",
                                  "--iters", "2", "--json"});

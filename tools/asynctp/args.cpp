@@ -163,6 +163,7 @@ void set_device(Args& a, const FlagValue& v) {
       0, kMaxDevice, "must be a GPU device ordinal in [0, " + std::to_string(kMaxDevice) + "]"));
 }
 void set_check(Args& a, const FlagValue&) { a.check = true; }
+void set_no_gathered(Args& a, const FlagValue&) { a.gathered = false; }
 void set_json(Args& a, const FlagValue&) { a.json = true; }
 void set_help(Args& a, const FlagValue&) { a.help = true; }
 
@@ -174,6 +175,10 @@ const Flag kTimeout{"--timeout-ms", nullptr, "T", set_timeout,
                     "bound on every cross-rank wait in ms (default:\n"
                     "ASYNCTP_WAIT_TIMEOUT_MS, else 60000)"};
 const Flag kHelp{"--help", "-h", nullptr, set_help, "this text"};
+const Flag kNoGathered{"--no-gathered", nullptr, nullptr, set_no_gathered,
+                       "all-gather-matmul only: the calls ask for C alone, not\n"
+                       "the gathered A (PyTorch's return_A=False); GEMMs that\n"
+                       "read the rank's own chunk where it is then skip its copy"};
 const Flag kOp{"--op", nullptr, "OP", set_op,
                "all-gather-matmul|matmul-reduce-scatter (default\n"
                "all-gather-matmul): C = allgather(A) @ B, or rank r gets\n"
@@ -213,6 +218,7 @@ const std::vector<Flag> kRunFlags = {
      "bf16|fp16|fp32 storage of A, B, C (default bf16; fp32\n"
      "accumulation always)"},
     kBLayout,
+    kNoGathered,
     {"--iters", nullptr, "N", set_iters, "timed iterations per algorithm (default 5)"},
     {"--warmup", nullptr, "N", set_warmup, "untimed iterations first (default 1)"},
     {"--check", nullptr, nullptr, set_check,
@@ -271,6 +277,7 @@ const std::vector<Flag> kBenchFlags = {
      "columns of A, rows of B: K per rank in matmul-reduce-\n"
      "scatter (default 8192)"},
     kBLayout,
+    kNoGathered,
     {"--iters", nullptr, "N", set_iters, "timed iterations per measurement (default 20)"},
     {"--warmup", nullptr, "N", set_warmup, "untimed iterations first (default 3)"},
     {"--device", nullptr, "N", set_device, "the CUDA device ordinal (default 0)"},
@@ -316,6 +323,9 @@ void check_combinations(const Args& a) {
   if (a.m_global % a.world_size != 0) {
     fail("-m", "must be divisible by --world-size (" + std::to_string(a.world_size) + "), got " +
                    std::to_string(a.m_global));
+  }
+  if (!a.gathered && a.op != Op::all_gather_matmul) {
+    fail("--no-gathered", "only with --op all-gather-matmul (the reduce-scatter gathers nothing)");
   }
   if (a.backend == BackendChoice::cpu) {
     if (const auto flag = a.first_gpu_only_flag()) {

@@ -62,6 +62,7 @@ struct Args {
   AlgoChoice algo = AlgoChoice::all;
   DType dtype = DType::bf16;
   bool b_col_major = false;
+  bool gathered = true;  // all-gather: the calls ask for the gathered A too
   int iters = 5;
   int warmup = 1;
   bool check = false;

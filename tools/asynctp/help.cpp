@@ -140,7 +140,7 @@ std::string main_help() {
              "  --world-size W  -m M  -n N  -k K\n"
              "  --algo all|auto|native|pipelined|decomposed  --dtype bf16|fp16|fp32\n"
              "  --b-layout row|col  --iters N  --warmup N  --check  --json  --trace FILE\n"
-             "  --seed S  --timeout-ms T\n"
+             "  --seed S  --timeout-ms T  --no-gathered\n"
              "  cpu backend only:  --workers P\n"
              "  GPU backend only: --link pcie|arrival|nccl  --link-gbps X  --device N\n"
              "\n"
@@ -148,7 +148,7 @@ std::string main_help() {
              "  --op OP  --link pcie|arrival|both|nccl  --link-gbps X  --world-size W\n"
              "  -m M  -n N  -k K\n"
              "  --b-layout row|col  --iters N  --warmup N  --device N  --check  --json\n"
-             "  --seed S  --timeout-ms T\n"
+             "  --seed S  --timeout-ms T  --no-gathered\n"
              "\n") +
          kAlgoHelp + "\n" + kCudaHelp + "\n" + kLinkHelp + "\n" + kEnvHelp +
          "\n"

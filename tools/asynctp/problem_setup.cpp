@@ -20,9 +20,14 @@ namespace {
 verify::ProblemShape shape_of(const Args& args) {
   const bool over_nccl =
       std::find(args.links.begin(), args.links.end(), LinkChoice::nccl) != args.links.end();
-  return {args.world_size, args.m_per_rank(), args.n,
-          args.k,          args.dtype,        args.b_col_major,
-          over_nccl ? verify::PartialSum::output_dtype : verify::PartialSum::fp32};
+  return {args.world_size,
+          args.m_per_rank(),
+          args.n,
+          args.k,
+          args.dtype,
+          args.b_col_major,
+          over_nccl ? verify::PartialSum::output_dtype : verify::PartialSum::fp32,
+          args.gathered};
 }
 
 // fn(std::type_identity<the op's verify problem>): the one place an op's

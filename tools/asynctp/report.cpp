@@ -47,9 +47,11 @@ OpFacts facts_of(const Args& a) {
   const auto peer_rows = static_cast<double>(a.m_global - a.m_per_rank());
   switch (a.op) {
     case Op::all_gather_matmul:
-      return {"fused all-gather + matmul, C = allgather(A) @ B",
+      return {a.gathered ? "fused all-gather + matmul, C = allgather(A) @ B"
+                         : "fused all-gather + matmul, C = allgather(A) @ B (C alone, "
+                           "--no-gathered)",
               "",
-              ", gathered A bitwise equal",
+              a.gathered ? ", gathered A bitwise equal" : "",
               verify::tolerance(a.dtype),
               peer_rows * static_cast<double>(a.k),
               "each peer chunk goes device -> pinned host -> device on copy engines (real PCIe "
@@ -311,6 +313,7 @@ void json_problem(JsonWriter& j, const Args& a) {
   j.field("K", a.k);
   j.field("dtype", to_string(a.dtype));
   j.field("b_layout", a.b_col_major ? "col" : "row");
+  if (a.op == Op::all_gather_matmul) j.field("gathered_out", a.gathered);
   j.field("iters", a.iters);
   j.field("warmup", a.warmup);
   j.field("seed", static_cast<std::uint64_t>(a.seed));
