@@ -145,6 +145,10 @@ void CudaRankBackend::launch_native(const gpu::CallSpec& call, gpu::RankResource
   args.b_col_major = call.problem.b_layout == core::Layout::col_major;
   args.c = call.c_out.data;
   call.fill_kernel_chunks(args, flags);
+  if (call.local_chunk_in_place) {
+    args.a_local = call.shards.at(static_cast<std::size_t>(call.problem.rank));
+    args.local_chunks = call.pieces;  // the rank's chunk as the kernel's chunks
+  }
   // A library tail takes the last chunk's signal pieces (gpu::enqueue_gemm).
   if (call.plan.native_tail == NativeTail::library) {
     args.chunks_in_kernel = call.kernel_chunks() - call.pieces;

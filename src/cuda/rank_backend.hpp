@@ -52,6 +52,7 @@ class CudaRankBackend final : public gpu::RankBackend {
 
   gpu::BackendChoice choose(const core::ProblemDesc& problem,
                             const core::ResolvedOptions& options) const override;
+  bool native_reads_local_shard() const noexcept override { return true; }
   void launch_native(const gpu::CallSpec& call, gpu::RankResources& res,
                      const std::uint32_t* flags) override;
   void launch_native_reduce_scatter(const gpu::NativeReduceScatter& call,

@@ -27,6 +27,12 @@ struct CallSpec {
   TensorView b;
   TensorView c_out;
   void* gathered = nullptr;  // (world_size * m) x k, row-major
+  bool gathered_is_output = false;  // the caller's a_gathered_out, not a workspace
+  // Every GEMM of the call reads this rank's chunk from shards[rank] (native
+  // on a backend whose kernel can, RankBackend::native_reads_local_shard;
+  // pipelined), none from `gathered`: its copy there is made only for the
+  // caller (gathered_is_output), beside the GEMMs, not ahead of them.
+  bool local_chunk_in_place = false;
   rt::StreamHandle stream = nullptr;
   bool capturing = false;  // the caller's stream is capturing a graph
   std::uint32_t epoch = 1;
@@ -52,6 +58,11 @@ struct CallSpec {
   }
   void* gathered_chunk(int c) const {
     return static_cast<char*>(gathered) + chunk_bytes() * static_cast<std::size_t>(c);
+  }
+  // Where a GEMM reads chunk c's rows.
+  const void* gemm_rows(int c) const {
+    return local_chunk_in_place && c == problem.rank ? shards[static_cast<std::size_t>(c)]
+                                                     : gathered_chunk(c);
   }
 
   // The native kernels see the signal pieces as their chunks: the same rows

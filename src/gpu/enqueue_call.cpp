@@ -4,9 +4,12 @@
 //   copies to or from pinned host memory (copy engines) or after waits on
 //   host words the arrival clock's thread sets: on CUDA none of them needs an
 //   SM (on HIP some may run as small kernels: there the grid leaves compute
-//   units free, src/hip/deadlock_rules.hpp). Every device-to-device copy (the
-//   local chunk; the arrival model's placement) is enqueued on the caller's
-//   stream ahead of the kernel, so it has finished before the grid starts.
+//   units free, src/hip/deadlock_rules.hpp). Every device-to-device copy the
+//   grid reads (the local chunk, unless the kernel reads it from the shard;
+//   the arrival model's placement) is enqueued on the caller's stream ahead of
+//   the kernel, so it has finished before the grid starts. The local chunk's
+//   copy for the caller's gathered output, when the kernel reads the shard,
+//   runs beside the grid: nothing waits on it, so it may wait for SMs.
 // - The ranks' agreement (a host barrier) happens before anything is enqueued.
 // - Hardware queues: the producer is enqueued before the kernel, and the
 //   ranks of a loopback group enqueue one after another, so in any FIFO queue
@@ -55,23 +58,28 @@ void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend
   // Memsets rather than a memory operation per flag (~2 us of device time
   // each, bench/NOTES.md v6, v8); they run ahead of the GEMM like every other
   // kernel-class work of the call. The local chunk's flags are set here too,
-  // before its copy: every reader of flags (the native kernel) is ordered
-  // after that copy by the fork below, so they can't be seen early.
+  // before its copy: a kernel that reads the copy is ordered after it by the
+  // compute stream's wait below, and one that reads the shard needs none.
   const int pieces = call.pieces;
   check(rt::memset_async(res.flags.get(), 0,
                          sizeof(std::uint32_t) * static_cast<std::size_t>(world * pieces), s),
         "memset (flags)");
   memset_d32(s, res.flag(rank * pieces), call.epoch, static_cast<std::size_t>(pieces));
 
-  // The local chunk needs no link; device copies run ahead of the GEMM.
-  trace.span(s, core::DeviceLane::stream, {"copy", "copy local chunk", rank}, [&] {
-    copy_rows(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)], bytes,
-              call.row_bytes(), rt::Copy::device_to_device, s, "copy (local shard to gathered)");
-  });
-
+  // The producer starts with the call: the link reads the shards, not the
+  // gathered A. The local chunk needs no link; its copy into the gathered A
+  // runs ahead of a GEMM that reads it there, and beside GEMMs that read the
+  // shard (local_chunk_in_place), only when the caller wants the gathered A.
   record(res.fork.get(), s, "event record (fork)");
   wait(res.copy_out.get(), res.fork.get(), "stream wait (fork)");
   wait(res.copy_in.get(), res.fork.get(), "stream wait (fork)");
+  if (!call.local_chunk_in_place || call.gathered_is_output) {
+    trace.span(s, core::DeviceLane::stream, {"copy", "copy local chunk", rank}, [&] {
+      copy_rows(call.gathered_chunk(rank), call.shards[static_cast<std::size_t>(rank)], bytes,
+                call.row_bytes(), rt::Copy::device_to_device, s, "copy (local shard to gathered)");
+    });
+  }
+  if (!call.local_chunk_in_place) record(res.fork.get(), s, "event record (local chunk copied)");
   wait(res.compute.get(), res.fork.get(), "stream wait (fork)");
 
   // Producer first (see the top of this file), then the GEMM.
@@ -119,8 +127,8 @@ void enqueue_pipelined(const CallSpec& call, RankResources& res, RankBackend& ba
     }
     res.trace.span(streams[lane], lane == 0 ? core::DeviceLane::compute : core::DeviceLane::lane2,
                    {"gemm", "GEMM chunk", c}, [&] {
-                     lanes[lane]->run(streams[lane], call.gathered_chunk(c), call.problem.m,
-                                      call.b, c_rows(call, c));
+                     lanes[lane]->run(streams[lane], call.gemm_rows(c), call.problem.m, call.b,
+                                      c_rows(call, c));
                    });
   }
   check(rt::event_record(res.lane2_done.get(), res.lane2.get()), "event record (lane 2 done)");
@@ -148,8 +156,7 @@ void enqueue_native(const CallSpec& call, RankResources& res, RankBackend& backe
   wait(res.lane2.get(), res.arrived[static_cast<std::size_t>(last)]->get(),
        "stream wait (chunk arrived)");
   res.trace.span(res.lane2.get(), core::DeviceLane::lane2, {"gemm", "tail GEMM chunk", last}, [&] {
-    gemm.run(res.lane2.get(), call.gathered_chunk(last), call.problem.m, call.b,
-             c_rows(call, last));
+    gemm.run(res.lane2.get(), call.gemm_rows(last), call.problem.m, call.b, c_rows(call, last));
   });
   check(rt::event_record(res.lane2_done.get(), res.lane2.get()), "event record (lane 2 done)");
   wait(res.compute.get(), res.lane2_done.get(), "stream wait (lane 2 done)");

@@ -63,6 +63,10 @@ CallSpec LoopbackComm::make_spec(const CheckedCall& checked, const core::OpCall&
   for (const core::CallRecord& record : group_.records) spec.shards.push_back(record.shard.data);
   // Grown by prepare_every_rank before any rank enqueued.
   spec.gathered = a_gathered_out ? a_gathered_out->data : res_.gathered.get();
+  spec.gathered_is_output = a_gathered_out != nullptr;
+  spec.local_chunk_in_place =
+      checked.plan.algorithm == Algorithm::pipelined ||
+      (checked.plan.algorithm == Algorithm::native && backend_->native_reads_local_shard());
   epoch_ = core::next_epoch(epoch_);
   spec.epoch = epoch_;
   return spec;

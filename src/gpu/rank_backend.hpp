@@ -68,6 +68,10 @@ class RankBackend {
   // the gathered buffer) and leaves a timeout in res.error_words.
   virtual void launch_native(const CallSpec& call, RankResources& res,
                              const std::uint32_t* flags) = 0;
+  // Whether launch_native can read the rank's own chunk from its shard
+  // (CallSpec::local_chunk_in_place), so that the kernel need not wait for
+  // that chunk's copy into the gathered A.
+  virtual bool native_reads_local_shard() const noexcept { return false; }
 
   // The native reduce-scatter GEMM on res.compute (NativeReduceScatter).
   // Backends without that kernel report it in their capabilities, so the

@@ -146,6 +146,18 @@ TEST_F(NativeGemmCanImplement, RejectsEachRule) {
     expect_rejected(c, with([](auto& a) { a.pivot = kW; }), "pivot == world_size", {"pivot"});
     expect_rejected(c, with([](auto& a) { a.pivot = -1; }), "pivot < 0", {"pivot"});
     expect_rejected(c, with([](auto& a) { a.a = nullptr; }), "null a", {"must not be null"});
+    expect_rejected(c, with([&](auto& a) {
+                      a.a_local = static_cast<const char*>(a_.p) + 8;
+                      a.local_chunks = 1;
+                    }),
+                    "misaligned a_local", {"a_local", "16-byte aligned"});
+    expect_rejected(c, with([&](auto& a) { a.a_local = a_.p; }), "a_local, no local_chunks",
+                    {"local_chunks"});
+    expect_rejected(c, with([&](auto& a) {  // pivot is the last chunk: a band of 2 overruns
+                      a.a_local = a_.p;
+                      a.local_chunks = 2;
+                    }),
+                    "local band past the last chunk", {"local_chunks", "world_size - pivot"});
   }
   CUDA_ASSERT(cudaGetLastError());
 }

@@ -249,4 +249,59 @@ TEST(NativeGemmPartial, LeavesTheLastChunksToTheCaller) {
   }
 }
 
+// a_local: the pivot's chunks read from a buffer of their own. Their rows in
+// A are NaN, so a tile that still read them there would put NaN in C; every
+// other row comes from A as before. Every config, W 1, 2 and 4, the local
+// band one chunk or two (the rank's chunk as signal pieces), pivot first and
+// last; one band with a pivot whose band ends at the last chunk.
+TEST(NativeGemmLocalRows, ReadsThePivotChunksFromTheirOwnBuffer) {
+  ASYNCTP_REQUIRE_SM90();
+  for (const nat::NativeGemmConfig& config :
+       nat::native_gemm_configs(nat::ChunkSync::acquire_input)) {
+    const bool bcol = !config.has_b_row_major;
+    const Seed seed(config.name);
+    SCOPED_TRACE(seed.note());
+    auto rng = seed.rng();
+    for (int w : {1, 2, 4}) {
+      const HostProblem hp(w, config.m_granularity, random_multiple_of_8(rng, 264, 520),
+                           random_multiple_of_8(rng, 136, 264), bcol, rng);
+      const std::uint32_t epoch = random_epoch(rng);
+      for (int local_chunks : {1, 2}) {
+        if (local_chunks > w) continue;
+        for (int pivot : {0, w - local_chunks}) {
+          const std::string what = shape_label(config, hp) + " pivot " + std::to_string(pivot) +
+                                   " local_chunks " + std::to_string(local_chunks);
+          SCOPED_TRACE(what);
+          DeviceProblem dp;
+          ASSERT_NO_FATAL_FAILURE(upload(hp, dp));
+          const std::size_t band = hp.chunk_bytes() * static_cast<std::size_t>(local_chunks);
+          const std::size_t offset = hp.chunk_bytes() * static_cast<std::size_t>(pivot);
+          DeviceBuffer local;
+          CUDA_ASSERT(local.alloc(band));
+          CUDA_ASSERT(cudaMemcpy(local.p, static_cast<const char*>(hp.a.data()) + offset, band,
+                                 cudaMemcpyHostToDevice));
+          CUDA_ASSERT(cudaMemset(static_cast<char*>(dp.a.p) + offset, 0xFF, band));  // NaN
+          DeviceBuffer flags;
+          CUDA_ASSERT(flags.alloc(sizeof(std::uint32_t) * static_cast<std::size_t>(w)));
+          const std::vector<std::uint32_t> ready(static_cast<std::size_t>(w), epoch);
+          CUDA_ASSERT(cudaMemcpy(flags.p, ready.data(), ready.size() * sizeof(std::uint32_t),
+                                 cudaMemcpyHostToDevice));
+          nat::NativeGemmArgs args =
+              make_args(hp, dp, pivot, flags.as<std::uint32_t>(), epoch, kTimeoutNs);
+          args.a_local = local.p;
+          args.local_chunks = local_chunks;
+          std::string reason;
+          ASSERT_TRUE(nat::can_implement(config, args, &reason)) << reason;
+          Stream stream;
+          CUDA_ASSERT(stream.create());
+          CUDA_ASSERT(nat::launch(config, args, nullptr, stream.s));
+          CUDA_ASSERT(wait_stream_bounded(stream.s, 30.0, what));
+          CUDA_ASSERT(cudaGetLastError());
+          ASSERT_NO_FATAL_FAILURE(expect_correct(hp, dp, what));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace

@@ -221,6 +221,7 @@ bool can_implement(const NativeGemmConfig& c, const NativeGemmArgs& a, std::stri
     if (!a.done_flags || !a.done_counters) {
       return fail(reason, "done_flags and done_counters must not be null");
     }
+    if (a.a_local) return fail(reason, "a_local must be null for the reduce-scatter side");
   } else {
     if (a.chunks_in_kernel < 0 || a.chunks_in_kernel > a.world_size) {
       return fail(reason, "chunks_in_kernel must be in [0, world_size] (0: every chunk)");
@@ -230,6 +231,12 @@ bool can_implement(const NativeGemmConfig& c, const NativeGemmArgs& a, std::stri
       return fail(reason, "error_words must be 3 aligned device-visible words");
     }
     if (a.timeout_ns == 0) return fail(reason, "timeout_ns must be > 0 (every wait is bounded)");
+    if (a.a_local) {
+      if (!aligned16(a.a_local)) return fail(reason, "a_local must be 16-byte aligned (TMA)");
+      if (a.local_chunks < 1 || a.local_chunks > a.world_size - a.pivot) {
+        return fail(reason, "local_chunks must be in [1, world_size - pivot] with a_local");
+      }
+    }
   }
   if (sm_limit(a) < c.cluster_m * c.cluster_n) {
     return fail(reason, "max_sms is smaller than one cluster of " + std::string(c.name));

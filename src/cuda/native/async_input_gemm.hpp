@@ -75,6 +75,13 @@ struct NativeGemmArgs {
   // one in the epilogue. (Added after the fields above, which keep their
   // offsets.)
   std::uint64_t* tile_stamps = nullptr;
+  // ChunkSync::acquire_input only: chunks pivot .. pivot + local_chunks - 1
+  // (the rank's own rows, which the kernel starts on) read from a_local
+  // (local_chunks * m_per_chunk rows x k, row-major, 16-byte aligned) instead
+  // of from a, so that the caller need not copy them into a before the
+  // launch; their flags are still read. nullptr: every row from a.
+  const void* a_local = nullptr;
+  int local_chunks = 0;
 };
 
 enum class KernelSchedule { kCooperative, kPingpong };

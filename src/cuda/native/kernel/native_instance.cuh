@@ -133,6 +133,11 @@ struct NativeGemmInstance {
       args.mainloop.gate.epoch = a.epoch;
       args.mainloop.gate.tiles_per_chunk_m = tiles_per_chunk_m;
       args.mainloop.gate.num_chunks = a.world_size;
+      if (a.a_local != nullptr) {
+        args.mainloop.ptr_A_local = a.a_local;
+        args.mainloop.local_first_row = static_cast<int>(a.pivot * a.m_per_chunk);
+        args.mainloop.local_rows = static_cast<int>(a.local_chunks * a.m_per_chunk);
+      }
     }
 
     // Null (untraced): the stamps cost a uniform branch per tile in the
