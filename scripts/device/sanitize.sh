@@ -7,7 +7,9 @@
 #   racecheck   shared-memory races (the native kernel's pipeline stages)
 #   synccheck   invalid uses of __syncthreads / barriers
 #   initcheck   reads of device memory never written (opt-in: not a default),
-#               then its control; initcheck-control runs the control alone
+#               then its control; initcheck-control runs the control alone,
+#               initcheck-rs the reduce-scatter's case alone with its first
+#               reports in full
 # The selection (small shapes: the tools slow kernels 10-100x): both ops'
 # loopback correctness cases at W = 2 on both links (every algorithm and
 # dtype), the native kernel's gating, one graph capture of each op, and the
@@ -69,12 +71,15 @@ fi
 # memset or a kernel's stores, ordered by a stream-memory-operation flag
 # wait, then by an event wait; and a copy of rows a still-running kernel has
 # stored, enqueued after the stores or (as the reduce-scatter enqueues its
-# shipping) before them behind a flag wait. Its reports are counted, not
-# failed on (what each variant's reports would mean: the test's comment).
+# shipping) before them behind a flag wait; and the reduce-scatter kernel's
+# own hand-off (its flag release, a flag wait, the copy of its chunk or of a
+# slot written before the fork). Its reports are counted, not failed on
+# (what each variant's reports would mean: the test's comment).
 initcheck_control() {
   for control in CopyAfterAFlagWait CopyAfterAnEventWait KernelWrittenCopyAfterAFlagWait \
     KernelWrittenCopyAfterAnEventWait CopyWhileTheWriterRuns \
-    CopyWhileTheWriterRunsEnqueuedBeforeTheWrite; do
+    CopyWhileTheWriterRunsEnqueuedBeforeTheWrite CopyOfAChunkTheKernelReleased \
+    SelfShippedSlotBehindTheKernelsRelease; do
     run_step "initcheck-$control" 60 "$sanitizer" --tool initcheck --print-limit 5 \
       "$bin/asynctp_gpu_tests" --gtest_brief=1 --gtest_filter="InitcheckControl.$control"
     echo "initcheck control $control: $(grep -E 'ERROR SUMMARY' "$OUT/initcheck-$control.log" |
@@ -88,7 +93,16 @@ for tool in "${tools[@]}"; do
     racecheck) extra=(--racecheck-report analysis) ;;
     synccheck | initcheck) extra=() ;;
     initcheck-control) initcheck_control; continue ;;
-    *) echo "unknown tool $tool (memcheck, racecheck, synccheck, initcheck, initcheck-control)"
+    initcheck-rs)
+      # The reduce-scatter's case alone, its first reports in full (which
+      # bytes, which allocation), for the controls to be read against.
+      run_step initcheck-rs 120 "$sanitizer" --tool initcheck --print-limit 4 \
+        "$bin/asynctp_gpu_tests" --gtest_brief=1 \
+        --gtest_filter='AllCases/LoopbackReduceScatter.MatchesFloat64OnEveryRank/*_W2_pcie_bf16_brow'
+      grep -E 'ERROR SUMMARY' "$OUT/initcheck-rs.log" | tail -n 1
+      continue ;;
+    *) echo "unknown tool $tool (memcheck, racecheck, synccheck, initcheck, initcheck-control," \
+         "initcheck-rs)"
        exit 2 ;;
   esac
   # The replay test's thousand replays are for the plain run: under a tool,

@@ -34,6 +34,20 @@
 // anything), behind a stream-memory-operation wait on a host-mapped word the
 // host sets once chunk 0's rows are stored. Reports here alone mean the tool
 // judges such a copy's source when the copy is enqueued.
+//
+// InitcheckControl.CopyOfAChunkTheKernelReleased: the reduce-scatter's own
+// hand-off, nothing else: its native kernel stores a chunk of the product
+// and releases the chunk's flag itself (from the epilogue); the copy to
+// pinned host waits for that flag with a stream memory operation on another
+// stream. Where the controls above are clean, reports here mean the tool
+// does not take a kernel's own flag release as ordering its stores before
+// the copy (the copy is checked byte for byte against the final C).
+// ...SelfShippedSlotBehindTheKernelsRelease: the self-shipping model's
+// copy (pcie, serialized ranks), where the reports were seen: the copied
+// slot was written by a kernel on the caller's stream before the fork (an
+// event the copy's stream waits on), and the kernel's flag release only
+// times the copy. Reports here and none in the previous one mean the flag
+// wait hides the event's ordering from the tool.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -212,6 +226,92 @@ void copy_while_the_writer_runs(bool enqueue_before_the_write) {
   EXPECT_EQ(0, std::memcmp(final_rows.data(), rows_host.p, chunk_c_bytes))
       << "the copy made while the kernel ran differs from chunk 0's final rows";
   ASSERT_NO_FATAL_FAILURE(expect_correct(hp, dp, "the kernel after the copy"));
+}
+
+// What the reduce-scatter's kernel releases a copy for: the chunk of C it
+// stored (a real shipment), or (the self-shipping model over pcie) a slot
+// another kernel wrote ahead of the fork, which the copy's stream waited
+// for with an event before its flag wait.
+enum class Shipped { released_chunk, slot_written_before_the_fork };
+
+void copy_behind_the_kernels_release(Shipped shipped) {
+  ASYNCTP_REQUIRE_SM90();
+  namespace nat = asynctp::cuda::native;
+  const asynctp_test::Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  const nat::NativeGemmConfig& config =
+      nat::native_gemm_configs(nat::ChunkSync::release_output).front();
+  const int w = 4;
+  const HostProblem hp(w, config.m_granularity, 256, 128, !config.has_b_row_major, rng);
+  DeviceProblem dp;
+  ASSERT_NO_FATAL_FAILURE(upload(hp, dp));
+  const std::uint32_t epoch = random_epoch(rng);
+  DeviceBuffer done_flags, done_counters, slot, slot_source;
+  CUDA_ASSERT(done_flags.alloc(w * sizeof(std::uint32_t)));
+  CUDA_ASSERT(done_counters.alloc(w * sizeof(std::uint32_t)));
+  CUDA_ASSERT(cudaMemset(done_flags.p, 0, w * sizeof(std::uint32_t)));
+  CUDA_ASSERT(cudaMemset(done_counters.p, 0, w * sizeof(std::uint32_t)));
+  nat::NativeGemmArgs args = make_args(hp, dp, /*pivot=*/0, done_flags.as<std::uint32_t>(), epoch,
+                                       /*timeout_ns=*/1);
+  args.sync = nat::ChunkSync::release_output;
+  args.done_flags = done_flags.as<std::uint32_t>();
+  args.done_counters = done_counters.as<std::uint32_t>();
+  std::string reason;
+  ASSERT_TRUE(nat::can_implement(config, args, &reason)) << reason;
+
+  const std::size_t chunk_c_bytes = hp.c_bytes() / w;
+  PinnedBuffer rows_host;
+  CUDA_ASSERT(rows_host.alloc(chunk_c_bytes, cudaHostAllocDefault));
+  Stream caller, kernel_stream, copier;
+  CUDA_ASSERT(caller.create());
+  CUDA_ASSERT(kernel_stream.create());
+  CUDA_ASSERT(copier.create());
+  const void* source = dp.c.p;
+  if (shipped == Shipped::slot_written_before_the_fork) {
+    // A kernel fills the slot on the caller's stream; the fork orders it
+    // before everything on the other streams.
+    CUDA_ASSERT(slot.alloc(chunk_c_bytes));
+    CUDA_ASSERT(slot_source.alloc(chunk_c_bytes));
+    CUDA_ASSERT(cudaMemset(slot_source.p, kPattern, chunk_c_bytes));
+    CUDA_ASSERT(asynctp::gpu::enqueue_link_delay(kDelayNs, caller.s));
+    asynctp::gpu::ReduceArgs fill;
+    fill.dtype = asynctp::DType::fp32;
+    fill.rows = 1;
+    fill.cols = static_cast<std::int64_t>(chunk_c_bytes / sizeof(float));
+    fill.own = slot_source.p;
+    fill.out = slot.p;
+    CUDA_ASSERT(asynctp::gpu::enqueue_reduce_partials(fill, caller.s));
+    Event fork;
+    CUDA_ASSERT(fork.create());
+    CUDA_ASSERT(cudaEventRecord(fork.e, caller.s));
+    CUDA_ASSERT(cudaStreamWaitEvent(kernel_stream.s, fork.e, 0));
+    CUDA_ASSERT(cudaStreamWaitEvent(copier.s, fork.e, 0));
+    source = slot.p;
+  }
+  // As the reduce-scatter enqueues it: the kernel, then the shipping behind
+  // a wait on the flag the kernel releases.
+  CUDA_ASSERT(nat::launch(config, args, nullptr, kernel_stream.s));
+  asynctp::gpu::wait_value32_equal(copier.s, done_flags.as<std::uint32_t>(), epoch);
+  CUDA_ASSERT(cudaMemcpyAsync(rows_host.p, source, chunk_c_bytes, cudaMemcpyDeviceToHost, copier.s));
+  CUDA_ASSERT(wait_stream_bounded(copier.s, 10.0, "the shipping copy"));
+  CUDA_ASSERT(wait_stream_bounded(kernel_stream.s, 30.0, "the reduce-scatter kernel"));
+
+  std::vector<unsigned char> expected(chunk_c_bytes, kPattern);
+  if (shipped == Shipped::released_chunk) {
+    CUDA_ASSERT(cudaMemcpy(expected.data(), dp.c.p, chunk_c_bytes, cudaMemcpyDeviceToHost));
+  }
+  EXPECT_EQ(0, std::memcmp(expected.data(), rows_host.p, chunk_c_bytes))
+      << "the shipping copy read bytes before they were written";
+  ASSERT_NO_FATAL_FAILURE(expect_correct(hp, dp, "the reduce-scatter kernel"));
+}
+
+TEST(InitcheckControl, CopyOfAChunkTheKernelReleased) {
+  copy_behind_the_kernels_release(Shipped::released_chunk);
+}
+
+TEST(InitcheckControl, SelfShippedSlotBehindTheKernelsRelease) {
+  copy_behind_the_kernels_release(Shipped::slot_written_before_the_fork);
 }
 
 TEST(InitcheckControl, CopyWhileTheWriterRuns) { copy_while_the_writer_runs(false); }
