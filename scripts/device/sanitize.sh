@@ -79,7 +79,7 @@ initcheck_control() {
   for control in CopyAfterAFlagWait CopyAfterAnEventWait KernelWrittenCopyAfterAFlagWait \
     KernelWrittenCopyAfterAnEventWait CopyWhileTheWriterRuns \
     CopyWhileTheWriterRunsEnqueuedBeforeTheWrite CopyOfAChunkTheKernelReleased \
-    SelfShippedSlotBehindTheKernelsRelease; do
+    SelfShippedSlotBehindTheKernelsRelease CopyOfRowsOnlyTmaStoresWrote; do
     run_step "initcheck-$control" 60 "$sanitizer" --tool initcheck --print-limit 5 \
       "$bin/asynctp_gpu_tests" --gtest_brief=1 --gtest_filter="InitcheckControl.$control"
     echo "initcheck control $control: $(grep -E 'ERROR SUMMARY' "$OUT/initcheck-$control.log" |

@@ -48,6 +48,9 @@
 // event the copy's stream waits on), and the kernel's flag release only
 // times the copy. Reports here and none in the previous one mean the flag
 // wait hides the event's ordering from the tool.
+// InitcheckControl.CopyOfRowsOnlyTmaStoresWrote: see its comment; the one
+// thing all the controls above share is a destination written before the
+// kernel (the tests' poison), which the reduce-scatter's workspace lacks.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -312,6 +315,42 @@ TEST(InitcheckControl, CopyOfAChunkTheKernelReleased) {
 
 TEST(InitcheckControl, SelfShippedSlotBehindTheKernelsRelease) {
   copy_behind_the_kernels_release(Shipped::slot_written_before_the_fork);
+}
+
+// Rows only TMA stores ever wrote: the native kernel's C in a fresh
+// allocation (no poison, no memset: in every control above and in the GPU
+// tests C was written by the poison's upload first), then, once the kernel
+// has ended, a plain device-to-device copy of it. The reduce-scatter's
+// partial workspace is such memory: only its kernel's TMA stores write it.
+// Reports here mean initcheck does not count TMA (bulk async) stores as
+// initialization.
+TEST(InitcheckControl, CopyOfRowsOnlyTmaStoresWrote) {
+  ASYNCTP_REQUIRE_SM90();
+  namespace nat = asynctp::cuda::native;
+  const asynctp_test::Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  const nat::NativeGemmConfig& config = nat::native_gemm_configs().front();
+  const HostProblem hp(2, config.m_granularity, 256, 128, !config.has_b_row_major, rng);
+  DeviceProblem dp;
+  ASSERT_NO_FATAL_FAILURE(upload(hp, dp));
+  const std::uint32_t epoch = random_epoch(rng);
+  DeviceBuffer flags, fresh_c;
+  CUDA_ASSERT(flags.alloc(2 * sizeof(std::uint32_t)));
+  const std::uint32_t ready[2] = {epoch, epoch};
+  CUDA_ASSERT(cudaMemcpy(flags.p, ready, sizeof ready, cudaMemcpyHostToDevice));
+  CUDA_ASSERT(fresh_c.alloc(hp.c_bytes()));
+  nat::NativeGemmArgs args =
+      make_args(hp, dp, /*pivot=*/0, flags.as<std::uint32_t>(), epoch, 5'000'000'000ull);
+  args.c = fresh_c.p;
+  std::string reason;
+  ASSERT_TRUE(nat::can_implement(config, args, &reason)) << reason;
+  Stream stream;
+  CUDA_ASSERT(stream.create());
+  CUDA_ASSERT(nat::launch(config, args, nullptr, stream.s));
+  CUDA_ASSERT(wait_stream_bounded(stream.s, 30.0, "the native kernel"));
+  CUDA_ASSERT(cudaMemcpy(dp.c.p, fresh_c.p, hp.c_bytes(), cudaMemcpyDeviceToDevice));
+  ASSERT_NO_FATAL_FAILURE(expect_correct(hp, dp, "the rows the kernel stored"));
 }
 
 TEST(InitcheckControl, CopyWhileTheWriterRuns) { copy_while_the_writer_runs(false); }
