@@ -9,7 +9,10 @@
 #   initcheck   reads of device memory never written (opt-in: not a default),
 #               then its control; initcheck-control runs the control alone,
 #               initcheck-rs the reduce-scatter's case alone with its first
-#               reports in full
+#               reports in full (the tool does not count TMA stores as
+#               initialization: the reduce-scatter's shipped partials, which
+#               nothing else writes, report as never written;
+#               InitcheckControl.CopyOfRowsOnlyTmaStoresWrote shows it)
 # The selection (small shapes: the tools slow kernels 10-100x): both ops'
 # loopback correctness cases at W = 2 on both links (every algorithm and
 # dtype), the native kernel's gating, one graph capture of each op, and the
