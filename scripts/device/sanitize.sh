@@ -26,6 +26,7 @@
 # Build here first (scripts/build-device-bundle), then carry .devbin.
 #
 #   scripts/device/sanitize.sh [tool...]      default: memcheck racecheck synccheck
+# ASYNCTP_SANITIZE_FILTER replaces the tools' test selection (a gtest filter).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh
@@ -112,6 +113,7 @@ for tool in "${tools[@]}"; do
   # ASYNCTP_TEST_GRAPH_REPLAYS cuts them (it keeps its first/last checks).
   selection=$filter
   [ "$tool" = initcheck ] && selection=$small
+  selection=${ASYNCTP_SANITIZE_FILTER:-$selection}
   run_step "$tool" 280 env ASYNCTP_TEST_GRAPH_REPLAYS=20 "$sanitizer" --tool "$tool" \
     --error-exitcode 1 --print-limit 200 --target-processes all "${extra[@]}" \
     "$bin/asynctp_gpu_tests" --gtest_brief=1 --gtest_filter="$selection"
