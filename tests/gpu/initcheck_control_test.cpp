@@ -75,6 +75,19 @@ constexpr std::uint64_t kDelayNs = 2'000'000;  // 2 ms ahead of the memset
 constexpr unsigned char kPattern = 0x5a;
 
 enum class Order { flag_wait, event_wait };
+
+// Writes src's `bytes` to dst with a kernel's stores (the reduction kernel
+// summing fp32 elements alone: the bytes pass unchanged), on `stream`.
+cudaError_t enqueue_kernel_copy(void* dst, const void* src, std::size_t bytes,
+                                cudaStream_t stream) {
+  asynctp::gpu::ReduceArgs copy;
+  copy.dtype = asynctp::DType::fp32;
+  copy.rows = 1;
+  copy.cols = static_cast<std::int64_t>(bytes / sizeof(float));
+  copy.own = src;
+  copy.out = dst;
+  return asynctp::gpu::enqueue_reduce_partials(copy, stream);
+}
 enum class Writer { memset, kernel };
 
 void copy_after_initialization(Order order, Writer writer) {
@@ -105,14 +118,7 @@ void copy_after_initialization(Order order, Writer writer) {
   if (writer == Writer::memset) {
     CUDA_ASSERT(cudaMemsetAsync(data.p, kPattern, kBytes, producer.s));
   } else {
-    // fp32 elements of the byte pattern, summed alone: written unchanged.
-    asynctp::gpu::ReduceArgs copy;
-    copy.dtype = asynctp::DType::fp32;
-    copy.rows = 1;
-    copy.cols = static_cast<std::int64_t>(kBytes / sizeof(float));
-    copy.own = source.p;
-    copy.out = data.p;
-    CUDA_ASSERT(asynctp::gpu::enqueue_reduce_partials(copy, producer.s));
+    CUDA_ASSERT(enqueue_kernel_copy(data.p, source.p, kBytes, producer.s));
   }
   if (order == Order::flag_wait) {
     asynctp::gpu::write_value32(producer.s, flag.as<std::uint32_t>(), epoch);
@@ -278,13 +284,7 @@ void copy_behind_the_kernels_release(Shipped shipped) {
     CUDA_ASSERT(slot_source.alloc(chunk_c_bytes));
     CUDA_ASSERT(cudaMemset(slot_source.p, kPattern, chunk_c_bytes));
     CUDA_ASSERT(asynctp::gpu::enqueue_link_delay(kDelayNs, caller.s));
-    asynctp::gpu::ReduceArgs fill;
-    fill.dtype = asynctp::DType::fp32;
-    fill.rows = 1;
-    fill.cols = static_cast<std::int64_t>(chunk_c_bytes / sizeof(float));
-    fill.own = slot_source.p;
-    fill.out = slot.p;
-    CUDA_ASSERT(asynctp::gpu::enqueue_reduce_partials(fill, caller.s));
+    CUDA_ASSERT(enqueue_kernel_copy(slot.p, slot_source.p, chunk_c_bytes, caller.s));
     Event fork;
     CUDA_ASSERT(fork.create());
     CUDA_ASSERT(cudaEventRecord(fork.e, caller.s));

@@ -54,6 +54,21 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          std::to_string(info.param.world_size);
 }
 
+// The chunk flags in device memory, one per value.
+void upload_flags(DeviceBuffer& flags, const std::vector<std::uint32_t>& values) {
+  CUDA_ASSERT(flags.alloc(sizeof(std::uint32_t) * values.size()));
+  CUDA_ASSERT(cudaMemcpy(flags.p, values.data(), values.size() * sizeof(std::uint32_t),
+                         cudaMemcpyHostToDevice));
+}
+
+// One launch of accepted arguments on `stream`, waited for (bounded).
+void launch_and_wait(const nat::NativeGemmConfig& config, const nat::NativeGemmArgs& args,
+                     cudaStream_t stream, const std::string& what) {
+  CUDA_ASSERT(nat::launch(config, args, nullptr, stream));
+  CUDA_ASSERT(wait_stream_bounded(stream, 30.0, what));
+  CUDA_ASSERT(cudaGetLastError());
+}
+
 // Runs `config` on the problem with every chunk ready, once per pivot, and
 // checks each result against float64.
 void run_ready(const nat::NativeGemmConfig& config, const HostProblem& hp,
@@ -62,10 +77,8 @@ void run_ready(const nat::NativeGemmConfig& config, const HostProblem& hp,
   DeviceProblem dp;
   ASSERT_NO_FATAL_FAILURE(upload(hp, dp));
   DeviceBuffer flags;
-  CUDA_ASSERT(flags.alloc(sizeof(std::uint32_t) * static_cast<std::size_t>(hp.world_size)));
-  const std::vector<std::uint32_t> ready(static_cast<std::size_t>(hp.world_size), epoch);
-  CUDA_ASSERT(cudaMemcpy(flags.p, ready.data(), ready.size() * sizeof(std::uint32_t),
-                         cudaMemcpyHostToDevice));
+  ASSERT_NO_FATAL_FAILURE(
+      upload_flags(flags, std::vector<std::uint32_t>(static_cast<std::size_t>(hp.world_size), epoch)));
   Stream stream;
   CUDA_ASSERT(stream.create());
   bool first = true;
@@ -88,9 +101,7 @@ void run_ready(const nat::NativeGemmConfig& config, const HostProblem& hp,
       EXPECT_LE(grid, max_sms);
     }
     EXPECT_EQ(0u, nat::workspace_size(config, args));
-    CUDA_ASSERT(nat::launch(config, args, nullptr, stream.s));
-    CUDA_ASSERT(wait_stream_bounded(stream.s, 30.0, what));
-    CUDA_ASSERT(cudaGetLastError());
+    ASSERT_NO_FATAL_FAILURE(launch_and_wait(config, args, stream.s, what));
     ASSERT_NO_FATAL_FAILURE(expect_correct(hp, dp, what + " grid " + std::to_string(grid)));
   }
 }
@@ -209,9 +220,7 @@ TEST(NativeGemmPartial, LeavesTheLastChunksToTheCaller) {
         in[static_cast<std::size_t>((pivot + i) % w)] = true;
       }
       DeviceBuffer flags;
-      CUDA_ASSERT(flags.alloc(sizeof(std::uint32_t) * static_cast<std::size_t>(w)));
-      CUDA_ASSERT(cudaMemcpy(flags.p, flag_values.data(), flag_values.size() * sizeof(std::uint32_t),
-                             cudaMemcpyHostToDevice));
+      ASSERT_NO_FATAL_FAILURE(upload_flags(flags, flag_values));
       nat::NativeGemmArgs args = make_args(hp, dp, pivot, flags.as<std::uint32_t>(), epoch,
                                            500'000'000ull);
       args.chunks_in_kernel = in_kernel;
@@ -219,8 +228,7 @@ TEST(NativeGemmPartial, LeavesTheLastChunksToTheCaller) {
       ASSERT_TRUE(nat::can_implement(config, args, &reason)) << reason;
       Stream stream;
       CUDA_ASSERT(stream.create());
-      CUDA_ASSERT(nat::launch(config, args, nullptr, stream.s));
-      CUDA_ASSERT(wait_stream_bounded(stream.s, 30.0, what));
+      ASSERT_NO_FATAL_FAILURE(launch_and_wait(config, args, stream.s, what));
 
       asynctp_test::HostTensor c(asynctp::DType::bf16, hp.m(), hp.n);
       CUDA_ASSERT(cudaMemcpy(c.data(), dp.c.p, hp.c_bytes(), cudaMemcpyDeviceToHost));
@@ -282,10 +290,8 @@ TEST(NativeGemmLocalRows, ReadsThePivotChunksFromTheirOwnBuffer) {
                                  cudaMemcpyHostToDevice));
           CUDA_ASSERT(cudaMemset(static_cast<char*>(dp.a.p) + offset, 0xFF, band));  // NaN
           DeviceBuffer flags;
-          CUDA_ASSERT(flags.alloc(sizeof(std::uint32_t) * static_cast<std::size_t>(w)));
-          const std::vector<std::uint32_t> ready(static_cast<std::size_t>(w), epoch);
-          CUDA_ASSERT(cudaMemcpy(flags.p, ready.data(), ready.size() * sizeof(std::uint32_t),
-                                 cudaMemcpyHostToDevice));
+          ASSERT_NO_FATAL_FAILURE(
+              upload_flags(flags, std::vector<std::uint32_t>(static_cast<std::size_t>(w), epoch)));
           nat::NativeGemmArgs args =
               make_args(hp, dp, pivot, flags.as<std::uint32_t>(), epoch, kTimeoutNs);
           args.a_local = local.p;
@@ -294,9 +300,7 @@ TEST(NativeGemmLocalRows, ReadsThePivotChunksFromTheirOwnBuffer) {
           ASSERT_TRUE(nat::can_implement(config, args, &reason)) << reason;
           Stream stream;
           CUDA_ASSERT(stream.create());
-          CUDA_ASSERT(nat::launch(config, args, nullptr, stream.s));
-          CUDA_ASSERT(wait_stream_bounded(stream.s, 30.0, what));
-          CUDA_ASSERT(cudaGetLastError());
+          ASSERT_NO_FATAL_FAILURE(launch_and_wait(config, args, stream.s, what));
           ASSERT_NO_FATAL_FAILURE(expect_correct(hp, dp, what));
         }
       }
