@@ -20,6 +20,27 @@ constexpr std::uint32_t next_epoch(std::uint32_t current) noexcept {
   return current + 1 == 0 ? 1 : current + 1;
 }
 
+// Whether a GPU call's flags must go back to 0 before it runs. An
+// uncaptured call's epoch is new to every flag (epochs only grow, and a
+// replayed graph writes the older epoch it captured), so it needs no reset.
+// A captured call does: its graph replays one epoch, which the previous
+// replay left in the flags. Once the epochs have wrapped around, a flag may
+// hold an old value that a new epoch repeats: from then on every call
+// resets. One rule per set of flags (a rank's resources), fed every call's
+// epoch in order.
+class FlagResetRule {
+ public:
+  bool reset_before(std::uint32_t epoch, bool capturing) noexcept {
+    if (epoch <= last_epoch_) wrapped_ = true;
+    last_epoch_ = epoch;
+    return capturing || wrapped_;
+  }
+
+ private:
+  std::uint32_t last_epoch_ = 0;
+  bool wrapped_ = false;
+};
+
 // The message of a chunk wait that timed out (shared by every backend).
 std::string chunk_timeout_message(int rank, int chunk, std::uint32_t flag_value,
                                   std::uint32_t expected_epoch, std::int64_t timeout_ms);

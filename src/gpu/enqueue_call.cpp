@@ -53,18 +53,27 @@ void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend
   }
   if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
 
-  // Flags go back to 0 in stream order before anything reads them: a graph
-  // replays the epoch it captured, so last replay's flags would look ready.
-  // Memsets rather than a memory operation per flag (~2 us of device time
-  // each, bench/NOTES.md v6, v8); they run ahead of the GEMM like every other
-  // kernel-class work of the call. The local chunk's flags are set here too,
-  // before its copy: a kernel that reads the copy is ordered after it by the
-  // compute stream's wait below, and one that reads the shard needs none.
+  // The native kernel is the flags' one reader. They go back to 0 in stream
+  // order before it runs where a flag could hold this call's epoch already
+  // (a captured call: its graph replays the epoch it captured;
+  // core::FlagResetRule). Memsets rather than a memory operation per flag
+  // (~2 us of device time each, bench/NOTES.md v6, v8); they run ahead of
+  // the GEMM like every other kernel-class work of the call. The local
+  // chunk's flags are set here too, before its copy, for a kernel that reads
+  // the copy (ordered after it by the compute stream's wait below); one that
+  // reads the shard passes no gate for it.
   const int pieces = call.pieces;
-  check(rt::memset_async(res.flags.get(), 0,
-                         sizeof(std::uint32_t) * static_cast<std::size_t>(world * pieces), s),
-        "memset (flags)");
-  memset_d32(s, res.flag(rank * pieces), call.epoch, static_cast<std::size_t>(pieces));
+  const bool reset = res.flag_reset.reset_before(call.epoch, call.capturing);
+  if (call.plan.algorithm == Algorithm::native) {
+    if (reset) {
+      check(rt::memset_async(res.flags.get(), 0,
+                             sizeof(std::uint32_t) * static_cast<std::size_t>(world * pieces), s),
+            "memset (flags)");
+    }
+    if (!call.local_chunk_in_place) {
+      memset_d32(s, res.flag(rank * pieces), call.epoch, static_cast<std::size_t>(pieces));
+    }
+  }
 
   // The producer starts with the call: the link reads the shards, not the
   // gathered A. The local chunk needs no link; its copy into the gathered A

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/signals.hpp"
 #include "gpu/arrival_clock.hpp"
 #include "gpu/device_trace.hpp"
 #include "gpu/resources.hpp"
@@ -37,6 +38,7 @@ struct RankResources {
   std::vector<std::unique_ptr<Event>> staged;   // per signal piece: in the bounce buffer
   std::vector<std::unique_ptr<Event>> arrived;  // per chunk: in gathered, signalled
   DeviceMemory flags;        // a flag per signal piece of every chunk (epoch protocol)
+  core::FlagResetRule flag_reset;  // when the all-gather's flags need zeroing
   DeviceMemory error_words;  // 3 words the native kernel's gate fills on a timeout
   DeviceMemory gathered;     // used when the caller wants no gathered A back
   PinnedMemory bounce;

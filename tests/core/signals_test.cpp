@@ -36,6 +36,33 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// Uncaptured calls skip the reset while epochs grow; captured calls always
+// reset; from the first epoch that does not grow (the wrap) every call
+// resets, captured or not, for good.
+TEST(FlagResetRule, OnlyCapturedCallsResetUntilTheEpochsWrap) {
+  FlagResetRule rule;
+  std::uint32_t e = 0xfffffff0u - 3;
+  for (int i = 0; i < 3; ++i) {
+    e = next_epoch(e);
+    EXPECT_FALSE(rule.reset_before(e, false)) << "epoch " << e;
+  }
+  e = next_epoch(e);
+  EXPECT_TRUE(rule.reset_before(e, true)) << "a captured call";
+  e = next_epoch(e);
+  EXPECT_FALSE(rule.reset_before(e, false)) << "an eager call after a captured one";
+  while (e != 0xffffffffu) {
+    e = next_epoch(e);
+    EXPECT_FALSE(rule.reset_before(e, false)) << "epoch " << e;
+  }
+  e = next_epoch(e);
+  ASSERT_EQ(1u, e);
+  EXPECT_TRUE(rule.reset_before(e, false)) << "the first call after the wrap";
+  for (int i = 0; i < 5; ++i) {
+    e = next_epoch(e);
+    EXPECT_TRUE(rule.reset_before(e, false)) << "epoch " << e << " after the wrap";
+  }
+}
+
 TEST(Epoch, AdvancesAndSkipsZeroAtWrapAround) {
   EXPECT_EQ(next_epoch(0), 1u);
   EXPECT_EQ(next_epoch(1), 2u);

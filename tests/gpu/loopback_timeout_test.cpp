@@ -8,7 +8,10 @@
 //       call returns (asynchronous: within the timeout) and its synchronize
 //       throws Error(timeout) naming chunk 3 / rank 3, no earlier than the
 //       timeout; ranks 0, 2, 3 succeed with correct results; then a normal
-//       call on the same group is correct on every rank (twice).
+//       call on the same group is correct on every rank (twice). The warm-up
+//       call before the drop leaves chunk 3's flag at its own epoch, and an
+//       uncaptured call does not zero the flags (core::FlagResetRule): the
+//       timeout also shows that a stale flag is never taken as ready.
 //   LoopbackRefusedHooks.DropHookForLibraryAlgorithms
 //       pipelined/decomposed with a drop hook: every rank's call throws
 //       Error(invalid_argument) naming options.hooks.drop; nothing written.

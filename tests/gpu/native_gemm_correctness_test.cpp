@@ -23,7 +23,7 @@ namespace nat = asynctp::cuda::native;
 using asynctp_test::Seed;
 using namespace asynctp_test::gpu;
 
-constexpr std::uint64_t kTimeoutNs = 5'000'000'000ull;  // never reached: every flag is set
+constexpr std::uint64_t kTimeoutNs = 5'000'000'000ull;  // reached only by a tile that waits on a flag its test left unset
 
 struct Case {
   std::string config;  // native_gemm_configs() name
@@ -259,7 +259,9 @@ TEST(NativeGemmPartial, LeavesTheLastChunksToTheCaller) {
 
 // a_local: the pivot's chunks read from a buffer of their own. Their rows in
 // A are NaN, so a tile that still read them there would put NaN in C; every
-// other row comes from A as before. Every config, W 1, 2 and 4, the local
+// other row comes from A as before. Their flags hold the previous epoch: the
+// band is an input, complete at launch, so a tile of it that waited on its
+// flag would time out (error words). Every config, W 1, 2 and 4, the local
 // band one chunk or two (the rank's chunk as signal pieces), pivot first and
 // last; one band with a pivot whose band ends at the last chunk.
 TEST(NativeGemmLocalRows, ReadsThePivotChunksFromTheirOwnBuffer) {
@@ -289,9 +291,12 @@ TEST(NativeGemmLocalRows, ReadsThePivotChunksFromTheirOwnBuffer) {
           CUDA_ASSERT(cudaMemcpy(local.p, static_cast<const char*>(hp.a.data()) + offset, band,
                                  cudaMemcpyHostToDevice));
           CUDA_ASSERT(cudaMemset(static_cast<char*>(dp.a.p) + offset, 0xFF, band));  // NaN
+          std::vector<std::uint32_t> flag_values(static_cast<std::size_t>(w), epoch);
+          for (int i = 0; i < local_chunks; ++i) {
+            flag_values[static_cast<std::size_t>(pivot + i)] = epoch - 1;
+          }
           DeviceBuffer flags;
-          ASSERT_NO_FATAL_FAILURE(
-              upload_flags(flags, std::vector<std::uint32_t>(static_cast<std::size_t>(w), epoch)));
+          ASSERT_NO_FATAL_FAILURE(upload_flags(flags, flag_values));
           nat::NativeGemmArgs args =
               make_args(hp, dp, pivot, flags.as<std::uint32_t>(), epoch, kTimeoutNs);
           args.a_local = local.p;

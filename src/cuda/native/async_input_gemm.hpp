@@ -79,7 +79,8 @@ struct NativeGemmArgs {
   // (the rank's own rows, which the kernel starts on) read from a_local
   // (local_chunks * m_per_chunk rows x k, row-major, 16-byte aligned) instead
   // of from a, so that the caller need not copy them into a before the
-  // launch; their flags are still read. nullptr: every row from a.
+  // launch; their flags are not read (the band is an input, complete at
+  // launch). nullptr: every row from a.
   const void* a_local = nullptr;
   int local_chunks = 0;
 };

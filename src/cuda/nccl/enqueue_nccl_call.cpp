@@ -69,10 +69,14 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
           .run(s, call.gathered, call.problem.gathered_rows(), call.b, call.c_out.data);
     });
   } else {
-    gpu::check(
-        rt::memset_async(res.flags.get(), 0,
-                         sizeof(std::uint32_t) * static_cast<std::size_t>(world * call.pieces), s),
-        "memset (flags)");
+    // Zeroed only where a flag could hold this epoch already (a captured
+    // call; core::FlagResetRule), as on the loopback group.
+    if (res.flag_reset.reset_before(call.epoch, call.capturing)) {
+      gpu::check(rt::memset_async(
+                     res.flags.get(), 0,
+                     sizeof(std::uint32_t) * static_cast<std::size_t>(world * call.pieces), s),
+                 "memset (flags)");
+    }
     gpu::check(rt::memcpy_async(call.gathered_chunk(rank), context.a_shard, chunk,
                                 rt::Copy::device_to_device, s),
                "copy (local shard to workspace)");

@@ -92,13 +92,18 @@ struct ChunkGatedMainloop : StockMainloop {
                            TensorStorage& shared_tensors) {
 #if defined(__CUDA_ARCH__)
     const int m_tile = static_cast<int>(cute::get<0>(blk_coord));
-    if constexpr (kGated) acquire_chunk_of_tile(params.gate, m_tile);
+    const int local_tile = m_tile - params.local_first_tile_m;
+    const bool local = local_tile >= 0 && local_tile < params.local_tiles_m;
+    // The local band is the caller's input, complete before the kernel
+    // starts: its tiles pass no gate, and its flags need not be set.
+    if constexpr (kGated) {
+      if (!local) acquire_chunk_of_tile(params.gate, m_tile);
+    }
     // Off: this one uniform branch per tile.
     if (params.stamps.stamps != nullptr && cute::elect_one_sync()) {
       stamp_tile_start(params.stamps, m_tile);
     }
-    const int local_tile = m_tile - params.local_first_tile_m;
-    if (local_tile >= 0 && local_tile < params.local_tiles_m) {
+    if (local) {
       // The coordinate tensors in load_inputs count rows from 0: the local
       // descriptor's row r is A's row local_first_row + r.
       const auto local_coord = cute::make_tuple(local_tile, cute::get<1>(blk_coord),
