@@ -3,8 +3,11 @@
 // every GPU algorithm of the op ends with, on random bf16 partials, W = 8, at
 // the row-parallel target shapes' chunk sizes; beside it a device-to-device
 // copy of the same bytes (read + written) as the HBM ceiling. Its bytes: W
-// partial chunks read, one written, (W + 1) m n 2 B. Medians of 21
-// event-timed repetitions.
+// partial chunks read, one written, (W + 1) m n 2 B. Then the loopback's
+// two passes: own and W - 2 slots into an fp32 sum ((W - 1) m n 2 B read,
+// m n 4 B written), and the last pass after the last slot lands (m n 4 B and
+// m n 2 B read, m n 2 B written): the part left exposed after the last
+// arrival. Medians of 21 event-timed repetitions.
 //
 //   asynctp_reduction_cost
 #include <cuda_runtime_api.h>
@@ -54,14 +57,15 @@ int main() {
   };
   const Shape shapes[] = {{4096, 8192}, {8192, 8192}, {16384, 8192},
                           {4096, 5120}, {8192, 5120}, {16384, 5120}};
-  std::printf("%-22s %10s %12s %10s %12s %10s %9s\n", "M/W x n (W = 8)", "bytes MB", "reduce (us)",
-              "GB/s", "copy (us)", "GB/s", "fraction");
+  std::printf("%-22s %10s %12s %10s %12s %10s %9s %11s %10s\n", "M/W x n (W = 8)", "bytes MB",
+              "reduce (us)", "GB/s", "copy (us)", "GB/s", "fraction", "first (us)", "last (us)");
   std::mt19937 rng(20261204);
   for (const Shape& shape : shapes) {
     const std::int64_t m = shape.m_global / kWorld;
     const std::size_t chunk = static_cast<std::size_t>(m * shape.n) * 2;  // bf16
-    gpu::DeviceMemory own, slots, out;
+    gpu::DeviceMemory own, slots, out, sum;
     own.ensure(chunk, "own");
+    sum.ensure(chunk * 2, "fp32 sum");
     slots.ensure(chunk * (kWorld - 1), "slots");
     out.ensure(chunk * 2, "out");  // the copy's source and destination too
     // Random bf16 (exponent near 1): never time zeros.
@@ -94,14 +98,24 @@ int main() {
       check_cuda(cudaMemcpyAsync(dst.get(), src.get(), copy_bytes, cudaMemcpyDeviceToDevice, s),
                  "copy");
     });
+    gpu::ReduceArgs first = args;
+    first.slot_count = kWorld - 2;
+    first.sum_out = static_cast<float*>(sum.get());
+    gpu::ReduceArgs last = args;
+    last.first_slot = kWorld - 2;
+    last.sum_in = static_cast<float*>(sum.get());
+    const double first_ms = median_ms(
+        s, [&] { check_cuda(gpu::enqueue_reduce_partials(first, s), "first pass launch"); });
+    const double last_ms = median_ms(
+        s, [&] { check_cuda(gpu::enqueue_reduce_partials(last, s), "last pass launch"); });
     const double reduce_gbps = static_cast<double>(bytes) / (reduce_ms * 1e6);
     const double copy_gbps = static_cast<double>(2 * copy_bytes) / (copy_ms * 1e6);
     char label[32];
     std::snprintf(label, sizeof label, "%lld x %lld", static_cast<long long>(m),
                   static_cast<long long>(shape.n));
-    std::printf("%-22s %10.1f %12.1f %10.0f %12.1f %10.0f %9.2f\n", label,
+    std::printf("%-22s %10.1f %12.1f %10.0f %12.1f %10.0f %9.2f %11.1f %10.1f\n", label,
                 static_cast<double>(bytes) / 1e6, reduce_ms * 1e3, reduce_gbps, copy_ms * 1e3,
-                copy_gbps, reduce_gbps / copy_gbps);
+                copy_gbps, reduce_gbps / copy_gbps, first_ms * 1e3, last_ms * 1e3);
   }
   return 0;
 }

@@ -28,6 +28,7 @@ void LoopbackComm::prepare_rs_workspace(const CheckedCall& checked) {
   const std::size_t partial = std::max<std::size_t>(partial_bytes(p), 1);
   const std::size_t slots = std::max<std::size_t>(slots_bytes(p), 1);
   const std::size_t flags = sizeof(std::uint32_t) * static_cast<std::size_t>(p.world_size);
+  const std::size_t sum = std::max<std::size_t>(reduce_sum_bytes(p), 1);
   // A modelled call computes the peers' partials with the library GEMM
   // whatever the call's algorithm.
   const bool modelled = peers_placed();
@@ -37,7 +38,8 @@ void LoopbackComm::prepare_rs_workspace(const CheckedCall& checked) {
   // bytes as its whole partial; the arrival model's delays need nothing.
   const bool pcie = group_.config.link == loopback::Link::pcie;
   if (checked.capturing && (res_.partial.size() < partial || res_.slots.size() < slots ||
-                            res_.slot_flags.size() < flags || !gemms_ready ||
+                            res_.slot_flags.size() < flags || res_.reduce_sum.size() < sum ||
+                            !gemms_ready ||
                             (pcie && !link_ready(Link::pcie, partial, res_)))) {
     fail_argument("options.stream",
                   "is capturing a graph, but this call would first have to allocate its "
@@ -48,6 +50,7 @@ void LoopbackComm::prepare_rs_workspace(const CheckedCall& checked) {
   if (modelled) prepare_gemm(*backend_, Algorithm::decomposed);
   res_.partial.ensure(partial, "device allocation (reduce-scatter partial)");
   res_.slots.ensure(slots, "device allocation (reduce-scatter receive slots)");
+  res_.reduce_sum.ensure(sum, "device allocation (reduce-scatter fp32 sum)");
   if (res_.slot_flags.size() < flags) {
     res_.slot_flags.ensure(flags, "device allocation (reduce-scatter slot flags)");
     gpu::check(rt::device_memset(res_.slot_flags.get(), 0, res_.slot_flags.size()),

@@ -69,9 +69,13 @@ __global__ void reduce_kernel(ReduceArgs args) {
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const std::int64_t i = base + static_cast<std::int64_t>(j) * blockDim.x;
-      acc[j] = i < total ? widen(own[i]) : 0.f;
+      if (i >= total) {
+        acc[j] = 0.f;
+      } else {
+        acc[j] = args.first_slot > 0 ? args.sum_in[i] : widen(own[i]);
+      }
     }
-    for (int s = 0; s < args.slot_count; ++s) {
+    for (int s = args.first_slot; s < args.slot_count; ++s) {
       const T* slot = slots + static_cast<std::int64_t>(s) * total;
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
@@ -82,15 +86,21 @@ __global__ void reduce_kernel(ReduceArgs args) {
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const std::int64_t i = base + static_cast<std::int64_t>(j) * blockDim.x;
-      if (i < total) out[i] = narrow<T>(acc[j]);
+      if (i >= total) continue;
+      if (args.sum_out != nullptr) {
+        args.sum_out[i] = acc[j];
+      } else {
+        out[i] = narrow<T>(acc[j]);
+      }
     }
   }
 }
 
-__global__ void wait_flags_kernel(const std::uint32_t* flags, int count, std::uint32_t epoch,
-                                  std::uint64_t timeout_ns, std::uint32_t* error_words) {
+__global__ void wait_flags_kernel(const std::uint32_t* flags, int first, int count,
+                                  std::uint32_t epoch, std::uint64_t timeout_ns,
+                                  std::uint32_t* error_words) {
   if (threadIdx.x != 0) return;
-  for (int i = 0; i < count; ++i) {
+  for (int i = first; i < count; ++i) {
     const std::uint64_t start = globaltimer_ns();
     std::uint32_t backoff = 32;
     while (true) {
@@ -140,11 +150,11 @@ rt::Status enqueue_reduce_partials(const ReduceArgs& args, rt::StreamHandle stre
   return rt::kInvalidValue;
 }
 
-rt::Status enqueue_wait_flags(const std::uint32_t* flags, int count, std::uint32_t epoch,
-                              std::uint64_t timeout_ns, std::uint32_t* error_words,
-                              rt::StreamHandle stream) {
-  if (count <= 0) return rt::kSuccess;
-  wait_flags_kernel<<<1, 32, 0, stream>>>(flags, count, epoch, timeout_ns, error_words);
+rt::Status enqueue_wait_flags(const std::uint32_t* flags, int first, int count,
+                              std::uint32_t epoch, std::uint64_t timeout_ns,
+                              std::uint32_t* error_words, rt::StreamHandle stream) {
+  if (count <= first) return rt::kSuccess;
+  wait_flags_kernel<<<1, 32, 0, stream>>>(flags, first, count, epoch, timeout_ns, error_words);
   return rt::last_error();
 }
 

@@ -19,6 +19,13 @@ namespace asynctp::gpu {
 // rows x cols row-major in `dtype`: the CPU backend's summation order, so
 // the two backends round alike. Writes nothing when *error_words != 0 (a
 // wait of this call timed out: its output is reported, not produced).
+//
+// The sum may be taken in passes, each over a range of the slots, with the
+// unrounded fp32 sum handed from one pass to the next (sum_out, then sum_in):
+// every element is then added in the same order and rounded once, so the
+// result is bitwise that of one pass. A pass starts from own (first_slot 0)
+// or from sum_in (first_slot > 0), adds slots [first_slot, slot_count), and
+// writes the rounded sum to out or, when sum_out is set, the fp32 sum there.
 struct ReduceArgs {
   DType dtype = DType::bf16;
   std::int64_t rows = 0;
@@ -28,17 +35,20 @@ struct ReduceArgs {
   int slot_count = 0;
   void* out = nullptr;
   const std::uint32_t* error_words = nullptr;  // may be null: never skip
+  int first_slot = 0;
+  const float* sum_in = nullptr;  // first_slot > 0: the earlier passes' sum
+  float* sum_out = nullptr;       // not the last pass: this pass's sum
 };
 rt::Status enqueue_reduce_partials(const ReduceArgs& args, rt::StreamHandle stream);
 
-// One block: waits for flags[i] == epoch, i = 0 .. count - 1 in order (each
-// at most timeout_ns), with system-scope acquire loads. On a timeout it
-// writes error_words [0] = 1 + i, [1] = the flag seen, [2] = epoch (first
+// One block: waits for flags[i] == epoch, i = first .. count - 1 in order
+// (each at most timeout_ns), with system-scope acquire loads. On a timeout
+// it writes error_words [0] = 1 + i, [1] = the flag seen, [2] = epoch (first
 // failure wins) and returns. One block keeps the SMs free for the peers'
 // GEMMs that the partials come from.
-rt::Status enqueue_wait_flags(const std::uint32_t* flags, int count, std::uint32_t epoch,
-                              std::uint64_t timeout_ns, std::uint32_t* error_words,
-                              rt::StreamHandle stream);
+rt::Status enqueue_wait_flags(const std::uint32_t* flags, int first, int count,
+                              std::uint32_t epoch, std::uint64_t timeout_ns,
+                              std::uint32_t* error_words, rt::StreamHandle stream);
 
 // One thread that spins for `ns` of device time: the arrival link model's
 // transfer of one partial, in stream order after the GEMM that produced it.

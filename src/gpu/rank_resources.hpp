@@ -49,6 +49,7 @@ struct RankResources {
   DeviceMemory partial;
   DeviceMemory slots;
   DeviceMemory slot_flags;
+  DeviceMemory reduce_sum;  // m x n fp32: the reduction's first pass (ReduceArgs)
   std::vector<std::unique_ptr<Event>> computed;    // per chunk
   std::vector<std::unique_ptr<Event>> slot_ready;  // per slot (arrival model)
   Event reduced;

@@ -217,36 +217,59 @@ void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, Rank
   }
 }
 
+// The reduction, where two or more slots arrive, in two passes (ReduceArgs):
+// the own chunk and every slot but the last into an fp32 sum once those
+// have landed, while the last partial is still on the link; then the last
+// slot into `out`. Only the second pass (at W = 8 a third of the one pass's
+// bytes) is left after the last arrival. Bitwise the one pass's result.
 void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
   const rt::StreamHandle s = call.stream;
   const rt::StreamHandle r = res.compute.get();
   const int world = call.problem.world_size;
   const int rank = call.problem.rank;
+  const int slots = world - 1;
   auto* error_words = static_cast<std::uint32_t*>(res.error_words.get());
-  wait(r, computed(res, rank), "stream wait (own chunk computed)");
-  if (call.link == Link::arrival) {
-    for (int slot = 0; slot + 1 < world; ++slot) {
-      wait(r, res.slot_ready[static_cast<std::size_t>(slot)]->get(), "stream wait (slot ready)");
+  // `r` waits until slots [first, end) have landed.
+  const auto wait_slots = [&](int first, int end) {
+    if (call.link == Link::arrival) {
+      for (int slot = first; slot < end; ++slot) {
+        wait(r, res.slot_ready[static_cast<std::size_t>(slot)]->get(), "stream wait (slot ready)");
+      }
+      return;
     }
-  } else {
     res.trace.span(r, core::DeviceLane::compute, {"wait", "wait for the peers' partials"}, [&] {
-      check(enqueue_wait_flags(call.mine.flags, world - 1, call.epoch,
+      check(enqueue_wait_flags(call.mine.flags, first, end, call.epoch,
                                static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u,
                                error_words, r),
             "launch (wait for the peers' partials)");
     });
-  }
+  };
+  wait(r, computed(res, rank), "stream wait (own chunk computed)");
   ReduceArgs args;
   args.dtype = call.problem.dtype;
   args.rows = call.problem.m;
   args.cols = call.problem.n;
   args.own = call.partial_chunk(rank);
   args.slots = call.mine.slots;
-  args.slot_count = world - 1;
   args.out = call.out.data;
   args.error_words = error_words;
+  const int first_pass = slots >= 2 ? slots - 1 : slots;
+  auto* sum = static_cast<float*>(res.reduce_sum.get());
+  wait_slots(0, first_pass);
+  args.slot_count = first_pass;
+  args.sum_out = first_pass < slots ? sum : nullptr;
   res.trace.span(r, core::DeviceLane::compute, {"reduce", "reduce the partials"},
                  [&] { check(enqueue_reduce_partials(args, r), "launch (reduction of the partials)"); });
+  if (first_pass < slots) {
+    wait_slots(first_pass, slots);
+    args.first_slot = first_pass;
+    args.slot_count = slots;
+    args.sum_in = sum;
+    args.sum_out = nullptr;
+    res.trace.span(r, core::DeviceLane::compute, {"reduce", "reduce the last partial"}, [&] {
+      check(enqueue_reduce_partials(args, r), "launch (reduction of the last partial)");
+    });
+  }
   if (!call.capturing) record(res.reduced.get(), r, "event record (reduced)");
 
   record(res.compute_done.get(), r, "event record (compute done)");

@@ -12,10 +12,11 @@
 //              the owner's slot flag, or modelled over pcie the placed slot
 //              out and back into itself; arrival: the link's transfer time,
 //              then the slot's event);
-//   reduction: the own chunk and every slot ready (pcie: a one-block
-//              bounded wait on the slot flags, which each call's epoch
-//              makes fresh) -> the fp32 reduction in the CPU backend's
-//              order -> join -> call_end.
+//   reduction: the own chunk and every slot but the last ready (pcie: a
+//              one-block bounded wait on the slot flags, which each call's
+//              epoch makes fresh) -> their fp32 sum, in the CPU backend's
+//              order -> the last slot ready -> the last slot added, the sum
+//              rounded once into out -> join -> call_end.
 // Real shipping is never captured (LoopbackComm::check refuses it): separate
 // graphs whose reductions wait on each other's copies cannot be ordered for
 // shared hardware queues.

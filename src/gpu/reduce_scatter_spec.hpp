@@ -80,5 +80,9 @@ inline std::size_t slots_bytes(const core::ProblemDesc& p) {
   return static_cast<std::size_t>(p.world_size - 1) * static_cast<std::size_t>(p.m * p.n) *
          element_size(p.dtype);
 }
+// The reduction's fp32 sum between its passes: needed from 2 slots (W >= 3).
+inline std::size_t reduce_sum_bytes(const core::ProblemDesc& p) {
+  return p.world_size >= 3 ? static_cast<std::size_t>(p.m * p.n) * sizeof(float) : 0;
+}
 
 }  // namespace asynctp::gpu
