@@ -253,22 +253,22 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
   args.slots = call.mine.slots;
   args.out = call.out.data;
   args.error_words = error_words;
-  const int first_pass = slots >= 2 ? slots - 1 : slots;
+  // Where each pass ends: [slots - 1, slots] from two slots on, else [slots].
+  std::vector<int> pass_ends;
+  if (slots >= 2) pass_ends.push_back(slots - 1);
+  pass_ends.push_back(slots);
   auto* sum = static_cast<float*>(res.reduce_sum.get());
-  wait_slots(0, first_pass);
-  args.slot_count = first_pass;
-  args.sum_out = first_pass < slots ? sum : nullptr;
-  res.trace.span(r, core::DeviceLane::compute, {"reduce", "reduce the partials"},
-                 [&] { check(enqueue_reduce_partials(args, r), "launch (reduction of the partials)"); });
-  if (first_pass < slots) {
-    wait_slots(first_pass, slots);
-    args.first_slot = first_pass;
-    args.slot_count = slots;
-    args.sum_in = sum;
-    args.sum_out = nullptr;
-    res.trace.span(r, core::DeviceLane::compute, {"reduce", "reduce the last partial"}, [&] {
-      check(enqueue_reduce_partials(args, r), "launch (reduction of the last partial)");
-    });
+  int first = 0;
+  for (const int end : pass_ends) {
+    wait_slots(first, end);
+    args.first_slot = first;
+    args.slot_count = end;
+    args.sum_in = first > 0 ? sum : nullptr;
+    args.sum_out = end < slots ? sum : nullptr;
+    res.trace.span(r, core::DeviceLane::compute,
+                   {"reduce", end < slots ? "reduce the partials into the sum" : "reduce the partials"},
+                   [&] { check(enqueue_reduce_partials(args, r), "launch (reduction of the partials)"); });
+    first = end;
   }
   if (!call.capturing) record(res.reduced.get(), r, "event record (reduced)");
 
