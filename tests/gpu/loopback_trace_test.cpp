@@ -234,6 +234,11 @@ void check_rank(const Case& c, const std::vector<Trace::Event>& all, int world, 
     const Trace::Event* wait = ev.named("device compute", "wait for the peers' partials");
     ASSERT_NE(wait, nullptr);
     EXPECT_LE(wait->begin_us + wait->duration_us, reduce->begin_us + 1e-3);
+    // From two slots on, the first pass (into the fp32 sum) comes before.
+    const Trace::Event* first = ev.named("device compute", "reduce the partials into the sum");
+    ASSERT_NE(first, nullptr);
+    expect_inside(*first, *call);
+    EXPECT_LE(first->begin_us + first->duration_us, reduce->begin_us + 1e-3);
   }
 }
 
