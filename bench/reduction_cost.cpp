@@ -20,6 +20,7 @@
 #include "asynctp/bench.hpp"
 #include "cuda/cuda_check.hpp"
 #include "gpu/partial_kernels.hpp"
+#include "gpu/reduce_scatter_spec.hpp"
 #include "gpu/resources.hpp"
 
 namespace {
@@ -98,12 +99,10 @@ int main() {
       check_cuda(cudaMemcpyAsync(dst.get(), src.get(), copy_bytes, cudaMemcpyDeviceToDevice, s),
                  "copy");
     });
-    gpu::ReduceArgs first = args;
-    first.slot_count = kWorld - 2;
-    first.sum_out = static_cast<float*>(sum.get());
-    gpu::ReduceArgs last = args;
-    last.first_slot = kWorld - 2;
-    last.sum_in = static_cast<float*>(sum.get());
+    auto* sum_words = static_cast<float*>(sum.get());
+    const int split = gpu::reduction_pass_ends(kWorld).front();  // the loopback's passes
+    const gpu::ReduceArgs first = gpu::reduction_pass(args, 0, split, sum_words);
+    const gpu::ReduceArgs last = gpu::reduction_pass(args, split, kWorld - 1, sum_words);
     const double first_ms = median_ms(
         s, [&] { check_cuda(gpu::enqueue_reduce_partials(first, s), "first pass launch"); });
     const double last_ms = median_ms(

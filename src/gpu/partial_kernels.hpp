@@ -41,6 +41,17 @@ struct ReduceArgs {
 };
 rt::Status enqueue_reduce_partials(const ReduceArgs& args, rt::StreamHandle stream);
 
+// The pass over slots [first, end) of the sum `all` describes (its
+// slot_count is every slot), with the fp32 sum between passes in `sum`.
+inline ReduceArgs reduction_pass(const ReduceArgs& all, int first, int end, float* sum) {
+  ReduceArgs pass = all;
+  pass.first_slot = first;
+  pass.slot_count = end;
+  pass.sum_in = first > 0 ? sum : nullptr;
+  pass.sum_out = end < all.slot_count ? sum : nullptr;
+  return pass;
+}
+
 // One block: waits for flags[i] == epoch, i = first .. count - 1 in order
 // (each at most timeout_ns), with system-scope acquire loads. On a timeout
 // it writes error_words [0] = 1 + i, [1] = the flag seen, [2] = epoch (first

@@ -251,23 +251,17 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
   args.cols = call.problem.n;
   args.own = call.partial_chunk(rank);
   args.slots = call.mine.slots;
+  args.slot_count = slots;
   args.out = call.out.data;
   args.error_words = error_words;
-  // Where each pass ends: [slots - 1, slots] from two slots on, else [slots].
-  std::vector<int> pass_ends;
-  if (slots >= 2) pass_ends.push_back(slots - 1);
-  pass_ends.push_back(slots);
   auto* sum = static_cast<float*>(res.reduce_sum.get());
   int first = 0;
-  for (const int end : pass_ends) {
+  for (const int end : reduction_pass_ends(world)) {
     wait_slots(first, end);
-    args.first_slot = first;
-    args.slot_count = end;
-    args.sum_in = first > 0 ? sum : nullptr;
-    args.sum_out = end < slots ? sum : nullptr;
+    const ReduceArgs pass = reduction_pass(args, first, end, sum);
     res.trace.span(r, core::DeviceLane::compute,
                    {"reduce", end < slots ? "reduce the partials into the sum" : "reduce the partials"},
-                   [&] { check(enqueue_reduce_partials(args, r), "launch (reduction of the partials)"); });
+                   [&] { check(enqueue_reduce_partials(pass, r), "launch (reduction of the partials)"); });
     first = end;
   }
   if (!call.capturing) record(res.reduced.get(), r, "event record (reduced)");

@@ -81,15 +81,13 @@ gpu::ReduceArgs base_args(const Partials& p) {
 void reduce_in_passes(const Partials& p, const std::vector<int>& ends,
                       std::vector<unsigned char>* out) {
   CUDA_ASSERT(cudaMemset(p.d_out.p, 0xFF, p.chunk_bytes()));  // NaN in every dtype
-  gpu::ReduceArgs args = base_args(p);
+  gpu::ReduceArgs all = base_args(p);
+  all.slot_count = p.world - 1;
   int first = 0;
-  for (std::size_t i = 0; i < ends.size(); ++i) {
-    args.first_slot = first;
-    args.slot_count = ends[i];
-    args.sum_in = first > 0 ? p.d_sum.as<float>() : nullptr;
-    args.sum_out = i + 1 < ends.size() ? p.d_sum.as<float>() : nullptr;
-    CUDA_ASSERT(gpu::enqueue_reduce_partials(args, nullptr));
-    first = ends[i];
+  for (const int end : ends) {
+    CUDA_ASSERT(gpu::enqueue_reduce_partials(
+        gpu::reduction_pass(all, first, end, p.d_sum.as<float>()), nullptr));
+    first = end;
   }
   CUDA_ASSERT(cudaDeviceSynchronize());
   out->assign(p.chunk_bytes(), 0);

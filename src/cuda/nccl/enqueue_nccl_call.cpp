@@ -57,6 +57,8 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
   res.wait_previous_call(s, call.capturing);
   res.trace.begin_call(s);
 
+  // Fed every call's epoch, as on the loopback group (core::FlagResetRule).
+  const bool reset_flags = res.flag_reset.reset_before(call.epoch, call.capturing);
   if (call.plan.algorithm == Algorithm::decomposed || call.plan.algorithm == Algorithm::automatic) {
     res.trace.span(s, core::DeviceLane::stream, {"copy", "ncclAllGather"}, [&] {
       check_nccl(ncclAllGather(context.a_shard, call.gathered,
@@ -70,8 +72,8 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
     });
   } else {
     // Zeroed only where a flag could hold this epoch already (a captured
-    // call; core::FlagResetRule), as on the loopback group.
-    if (res.flag_reset.reset_before(call.epoch, call.capturing)) {
+    // call, or after the epochs wrapped).
+    if (reset_flags) {
       gpu::check(rt::memset_async(
                      res.flags.get(), 0,
                      sizeof(std::uint32_t) * static_cast<std::size_t>(world * call.pieces), s),
