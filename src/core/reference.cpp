@@ -28,6 +28,9 @@ bool is_poison(const TensorView& view, std::int64_t row, std::int64_t col) noexc
 // round their fp32 sums toward zero.
 const double kAccumulationUnit = std::ldexp(1.0, -23);
 const double kFloat64Unit = std::ldexp(1.0, -53);
+// An fp32 product below the normal range may be flushed to zero: its error
+// is at most fp32's smallest normal value.
+const double kAccumulationUnderflow = std::ldexp(1.0, -126);
 // Covers the float64 evaluation of the bound's own terms (relative 1e-12 at
 // most), with room to spare.
 constexpr double kEvaluationFactor = 1.001;
@@ -125,9 +128,10 @@ ReduceScatterReference reference_matmul_reduce_scatter(const std::vector<TensorV
     product_into(ad, bd, m, n, k, product);
     const double accumulation = gamma(k, kAccumulationUnit);
     const double own = gamma(k + world, kFloat64Unit);
+    const double underflow = static_cast<double>(k) * kAccumulationUnderflow;
     for (std::size_t e = 0; e < elements; ++e) {
-      ref.magnitude[e] += accumulation * product[e];
-      ref.accumulation_error[e] += (accumulation + own) * product[e];
+      ref.magnitude[e] += accumulation * product[e] + underflow;
+      ref.accumulation_error[e] += (accumulation + own) * product[e] + underflow;
     }
   }
   return ref;
@@ -139,12 +143,19 @@ std::vector<double> reduce_scatter_error_bound(const ReduceScatterReference& ref
   const double u32 = unit_roundoff(DType::fp32);
   const double step = sum == PartialSum::fp32 ? u32 : u + u32 + u * u32;
   const double summation = gamma(reference.world_size - 1, step) * (1 + u);
+  // Underflow: a whole subnormal spacing per rounding to dtype (the
+  // partials', and in the ring every running sum's; the total's below).
+  const double h = subnormal_spacing(dtype);
+  const int world = reference.world_size;
+  const double partials_underflow = h * (sum == PartialSum::fp32 ? world : 2 * world - 1);
   std::vector<double> bound(reference.value.size());
   for (std::size_t e = 0; e < bound.size(); ++e) {
-    const double before_output_rounding =
-        reference.accumulation_error[e] + (u + summation) * reference.magnitude[e];
+    const double before_output_rounding = reference.accumulation_error[e] +
+                                          (u + summation) * reference.magnitude[e] +
+                                          partials_underflow;
     bound[e] = kEvaluationFactor *
-               (before_output_rounding + u * (std::fabs(reference.value[e]) + before_output_rounding));
+               (before_output_rounding +
+                u * (std::fabs(reference.value[e]) + before_output_rounding) + h);
   }
   return bound;
 }
@@ -249,6 +260,18 @@ double error_tolerance(DType dtype) noexcept {
       return 5e-4;
     case DType::fp32:
       return 1e-5;  // fp32 accumulation over long k
+  }
+  return 0;
+}
+
+double subnormal_spacing(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::bf16:
+      return std::ldexp(1.0, -133);
+    case DType::fp16:
+      return std::ldexp(1.0, -24);
+    case DType::fp32:
+      return std::ldexp(1.0, -149);
   }
   return 0;
 }

@@ -70,6 +70,11 @@ bool bitwise_equal_rows(const TensorView& got, std::int64_t got_row_begin,
 // accumulation: output rounding dominates (2^-9 for bf16, 2^-12 for fp16).
 double error_tolerance(DType dtype) noexcept;
 
+// The spacing of `dtype`'s subnormal numbers, its smallest positive value
+// (bf16 2^-133, fp16 2^-24, fp32 2^-149): a rounding into the subnormal range
+// errs by up to half of it, whatever the value's size.
+double subnormal_spacing(DType dtype) noexcept;
+
 // The unit roundoff of `dtype`: half the spacing of its values in [1, 2),
 // the largest relative error of rounding to nearest (bf16 2^-8, fp16 2^-11,
 // fp32 2^-24).
@@ -79,11 +84,14 @@ double unit_roundoff(DType dtype) noexcept;
 // run of fused_matmul_reduce_scatter whose out is of `dtype` and whose
 // partials were summed as `sum` says. Not a statistical allowance: it holds
 // for every input, however few elements or however much the partials
-// cancel (barring underflow and overflow). What the op computes, per element:
+// cancel, results in the subnormal range included (barring overflow). What
+// the op computes, per element:
 //     out = round( sum over s of round(P^_s) )
 // P^_s is rank s's partial accumulated in fp32 over its k_s products;
 // round() rounds to nearest in `dtype` (the partials cross the link in it):
-// |round(x) - x| <= u |x|, u = unit_roundoff(dtype). With the terms of
+// |round(x) - x| <= u |x| + h/2, u = unit_roundoff(dtype), h =
+// subnormal_spacing(dtype) (below the normal range rounding errs by up to
+// half a subnormal spacing, whatever |x|). With the terms of
 // ReduceScatterReference (C, S = magnitude, E_acc = accumulation_error):
 //  1. |P^_s - P_s| <= g_s G_s, g_s = gamma(k_s, 2^-23) = k_s 2^-23 /
 //     (1 - k_s 2^-23): any order or blocking of the fp32 sum (split-K,
@@ -101,8 +109,15 @@ double unit_roundoff(DType dtype) noexcept;
 //     of C, and rounding it to dtype adds at most u |T| <= u (|C| + e).
 //     (In the ring the last step's rounding is already in 3; counting it
 //     again only loosens the bound.)
-// Hence, exactly and not only to first order:
-//     bound = 1.001 (e + u (|C| + e)),
+//  5. Underflow: every rounding to dtype may err by h/2 more than its
+//     relative bound (W partials, the total, and in the ring its W - 1 running
+//     sums); the fp32 accumulation's k_s products by up to 2^-126 each (a
+//     product below fp32's normal range may be flushed to zero), which E_acc
+//     and S carry (an fp32 sum whose result is subnormal is exact). A whole h per rounding, not h/2, covers the
+//     higher-order terms (u or gamma times h/2).
+// Hence, exactly and not only to first order, with e now including the
+// partials' and the running sums' underflow, W h (ring: (2 W - 1) h):
+//     bound = 1.001 (e + u (|C| + e) + h),
 // the factor 1.001 covering the float64 evaluation of the terms. Elements
 // whose partials cancel get a bound relative to S, not to C, as they must.
 // For random bf16 inputs the bound is ~u (1 + 0.8 sqrt(W)) relative to

@@ -233,5 +233,62 @@ TEST(ReduceScatterBound, HoldsForTheRoundingModelAndBreaksForAMissingOrDoubledPa
   }
 }
 
+// Results in the dtype's subnormal range (products of ~2^-18 in fp16,
+// 2^-130 in bf16, 2^-140 in fp32), where rounding errs by up to half a
+// spacing whatever the value: the rounding model must stay within the
+// bound. In fp16 a partial spans tens of spacings there, and leaving one
+// out must still break the bound (in bf16 and fp32 the fp32 accumulation's
+// possible flush to zero, 2^-126 a product, dwarfs such partials).
+TEST(ReduceScatterBound, HoldsInTheSubnormalRange) {
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  struct Scale {
+    DType dtype;
+    int exponent;  // every input scaled by 2^exponent
+  };
+  for (const Scale scale : {Scale{DType::fp16, -9}, Scale{DType::bf16, -65},
+                            Scale{DType::fp32, -70}}) {
+    for (PartialSum how : {PartialSum::fp32, PartialSum::output_dtype}) {
+      for (const Case c : {Case{1, 4, 8, 1}, Case{3, 4, 8, 3}, Case{8, 8, 16, 2}}) {
+        SCOPED_TRACE(std::string(to_string(scale.dtype)) + " W=" + std::to_string(c.world) +
+                     " k=" + std::to_string(c.k) + (how == PartialSum::fp32 ? " fp32 sum" : " ring"));
+        std::vector<HostTensor> a, b;
+        std::vector<TensorView> av, bv;
+        for (int s = 0; s < c.world; ++s) {
+          a.emplace_back(scale.dtype, c.world * c.m, c.k);
+          b.emplace_back(scale.dtype, c.k, c.n);
+          for (HostTensor* t : {&a.back(), &b.back()}) {
+            t->fill_normal(rng);
+            const TensorView v = t->view();
+            for (std::int64_t i = 0; i < v.rows; ++i) {
+              for (std::int64_t j = 0; j < v.cols; ++j) {
+                store_from_float(v, i, j,
+                                 static_cast<float>(std::ldexp(load_as_double(v, i, j), scale.exponent)));
+              }
+            }
+          }
+          av.push_back(a.back().view());
+          bv.push_back(b.back().view());
+        }
+        const ReduceScatterReference ref = reference_matmul_reduce_scatter(av, bv, 0);
+        const std::vector<double> bound = reduce_scatter_error_bound(ref, scale.dtype, how);
+        const HostTensor good = model_out(av, bv, c.m, scale.dtype, how, -1, -1);
+        const BoundComparison within = compare_within_bound(good.view(), ref.value, bound);
+        EXPECT_EQ(within.beyond, 0) << "worst " << within.worst_error << " > " << within.worst_bound;
+        // Most outputs really are subnormal: the check is not vacuous.
+        const double smallest_normal = std::ldexp(1.0, scale.dtype == DType::fp16 ? -14 : -126);
+        std::size_t subnormal = 0;
+        for (double x : ref.value) subnormal += std::fabs(x) < smallest_normal ? 1 : 0;
+        EXPECT_GE(2 * subnormal, ref.value.size());
+        if (scale.dtype != DType::fp16 || c.world < 3) continue;
+        const HostTensor missing = model_out(av, bv, c.m, scale.dtype, how, 0, -1);
+        EXPECT_GT(compare_within_bound(missing.view(), ref.value, bound).worst_ratio, 3)
+            << "rank 0's partial left out";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace asynctp::core

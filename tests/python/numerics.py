@@ -22,6 +22,11 @@ FP32_UNIT = 2.0**-24
 # their fp32 sums toward zero.
 ACCUMULATION_UNIT = 2.0**-23
 FLOAT64_UNIT = 2.0**-53
+# The spacing of each dtype's subnormals: below the normal range a rounding
+# errs by up to half of it, whatever the value.
+SUBNORMAL_SPACING = {torch.bfloat16: 2.0**-133, torch.float16: 2.0**-24, torch.float32: 2.0**-149}
+# An fp32 product below the normal range may be flushed to zero.
+ACCUMULATION_UNDERFLOW = 2.0**-126
 # Covers the float64 evaluation of the bound's own terms.
 EVALUATION_FACTOR = 1.001
 
@@ -88,9 +93,12 @@ def reduce_scatter_reference(As, Bs, rank, scatter_dim=0):
         p = a @ b
         g = a.abs() @ b.abs()
         accumulation = gamma(k, ACCUMULATION_UNIT)
+        underflow = k * ACCUMULATION_UNDERFLOW
         value = value + p
-        magnitude = magnitude + p.abs() + accumulation * g
-        accumulation_error = accumulation_error + (accumulation + gamma(k + world, FLOAT64_UNIT)) * g
+        magnitude = magnitude + p.abs() + accumulation * g + underflow
+        accumulation_error = (
+            accumulation_error + (accumulation + gamma(k + world, FLOAT64_UNIT)) * g + underflow
+        )
         partials.append(p)
     return ReduceScatterReference(value, magnitude, accumulation_error, partials, world)
 
@@ -102,20 +110,26 @@ def reduce_scatter_error_bound(reference, dtype, partial_sum="fp32", average=Fal
     each step's running sum stored in the dtype). The derivation is in
     src/core/reference.hpp: accumulation (E_acc), the partials' rounding to
     the dtype (u S), their summation (gamma(W - 1, v) (1 + u) S), the final
-    rounding (u (|C| + e)); 1.001 for the float64 evaluation.
+    rounding (u (|C| + e)), a subnormal spacing h per rounding to the dtype
+    (underflow); 1.001 for the float64 evaluation.
 
     average ("avg"): the rounded sum is then divided by W in fp32 and rounded
     to the dtype: the reference is value / W and the bound becomes
     (bound + w (|C| + bound)) / W with w = u + 2^-24 + u 2^-24 (both
-    roundings), an upper bound for fp32 too."""
+    roundings, and one more h), an upper bound for fp32 too."""
     u = UNIT_ROUNDOFF[dtype]
+    h = SUBNORMAL_SPACING[dtype]
+    world = reference.world_size
     step = FP32_UNIT if partial_sum == "fp32" else u + FP32_UNIT + u * FP32_UNIT
-    summation = gamma(reference.world_size - 1, step) * (1 + u)
-    before_rounding = reference.accumulation_error + (u + summation) * reference.magnitude
-    bound = EVALUATION_FACTOR * (before_rounding + u * (reference.value.abs() + before_rounding))
+    summation = gamma(world - 1, step) * (1 + u)
+    partials_underflow = h * (world if partial_sum == "fp32" else 2 * world - 1)
+    before_rounding = (
+        reference.accumulation_error + (u + summation) * reference.magnitude + partials_underflow
+    )
+    bound = EVALUATION_FACTOR * (before_rounding + u * (reference.value.abs() + before_rounding) + h)
     if average:
         division = u + FP32_UNIT + u * FP32_UNIT
-        bound = (bound + division * (reference.value.abs() + bound)) / reference.world_size
+        bound = (bound + division * (reference.value.abs() + bound) + h) / world
     return bound
 
 
