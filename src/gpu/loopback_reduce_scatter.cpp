@@ -39,6 +39,7 @@ void LoopbackComm::prepare_rs_workspace(const CheckedCall& checked) {
   const bool pcie = group_.config.link == loopback::Link::pcie;
   if (checked.capturing && (res_.partial.size() < partial || res_.slots.size() < slots ||
                             res_.slot_flags.size() < flags || res_.reduce_sum.size() < sum ||
+                            res_.reduce_verdict.size() < sizeof(std::uint32_t) ||
                             !gemms_ready ||
                             (pcie && !link_ready(Link::pcie, partial, res_)))) {
     fail_argument("options.stream",
@@ -51,6 +52,7 @@ void LoopbackComm::prepare_rs_workspace(const CheckedCall& checked) {
   res_.partial.ensure(partial, "device allocation (reduce-scatter partial)");
   res_.slots.ensure(slots, "device allocation (reduce-scatter receive slots)");
   res_.reduce_sum.ensure(sum, "device allocation (reduce-scatter fp32 sum)");
+  res_.reduce_verdict.ensure(sizeof(std::uint32_t), "device allocation (reduction verdict)");
   if (res_.slot_flags.size() < flags) {
     res_.slot_flags.ensure(flags, "device allocation (reduce-scatter slot flags)");
     gpu::check(rt::device_memset(res_.slot_flags.get(), 0, res_.slot_flags.size()),

@@ -4,7 +4,8 @@
 
 #if defined(ASYNCTP_GPU_HIP)
 // The few device names below that HIP spells differently (bf16, the
-// system-scope acquire load, the nanosecond clock, the back-off).
+// system-scope acquire load and release store, the nanosecond clock, the
+// back-off).
 #include "hip/partial_kernel_names.hpp"
 #else
 #include <cuda_bf16.h>
@@ -44,6 +45,10 @@ __device__ __forceinline__ std::uint32_t load_acquire_sys(const std::uint32_t* p
   return v;
 }
 
+__device__ __forceinline__ void store_release_sys(std::uint32_t* p, std::uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+}
+
 __device__ __forceinline__ std::uint64_t globaltimer_ns() {
   std::uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -57,6 +62,13 @@ __device__ __forceinline__ std::uint64_t globaltimer_ns() {
 template <class T>
 __global__ void reduce_kernel(ReduceArgs args) {
   if (args.error_words != nullptr && *args.error_words != 0u) return;
+  int slot_end = args.slot_count;
+  float* sum_out = args.sum_out;
+  if (args.all_landed != nullptr && *args.all_landed != 0u) {
+    if (args.first_slot > 0) return;  // the first pass took every slot
+    slot_end = args.every_slot;
+    sum_out = nullptr;
+  }
   const std::int64_t total = args.rows * args.cols;
   const T* own = static_cast<const T*>(args.own);
   const T* slots = static_cast<const T*>(args.slots);
@@ -75,7 +87,7 @@ __global__ void reduce_kernel(ReduceArgs args) {
         acc[j] = args.first_slot > 0 ? args.sum_in[i] : widen(own[i]);
       }
     }
-    for (int s = args.first_slot; s < args.slot_count; ++s) {
+    for (int s = args.first_slot; s < slot_end; ++s) {
       const T* slot = slots + static_cast<std::int64_t>(s) * total;
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
@@ -87,8 +99,8 @@ __global__ void reduce_kernel(ReduceArgs args) {
     for (int j = 0; j < kPerThread; ++j) {
       const std::int64_t i = base + static_cast<std::int64_t>(j) * blockDim.x;
       if (i >= total) continue;
-      if (args.sum_out != nullptr) {
-        args.sum_out[i] = acc[j];
+      if (sum_out != nullptr) {
+        sum_out[i] = acc[j];
       } else {
         out[i] = narrow<T>(acc[j]);
       }
@@ -98,7 +110,8 @@ __global__ void reduce_kernel(ReduceArgs args) {
 
 __global__ void wait_flags_kernel(const std::uint32_t* flags, int first, int count,
                                   std::uint32_t epoch, std::uint64_t timeout_ns,
-                                  std::uint32_t* error_words) {
+                                  std::uint32_t* error_words, std::uint32_t* rest_landed,
+                                  int rest_end) {
   if (threadIdx.x != 0) return;
   for (int i = first; i < count; ++i) {
     const std::uint64_t start = globaltimer_ns();
@@ -116,6 +129,43 @@ __global__ void wait_flags_kernel(const std::uint32_t* flags, int first, int cou
       __nanosleep(backoff);
       backoff = backoff < 1024u ? backoff * 2u : 1024u;
     }
+  }
+  if (rest_landed != nullptr) {
+    std::uint32_t landed = 1u;
+    for (int i = count; i < rest_end; ++i) {
+      if (load_acquire_sys(flags + i) != epoch) landed = 0u;
+    }
+    *rest_landed = landed;
+  }
+}
+
+__global__ void link_model_kernel(LinkModelArgs args) {
+  if (threadIdx.x != 0) return;
+  bool failed = false;
+  std::uint64_t link_free = 0;  // when the link has carried the previous slot
+  for (int i = 0; i < args.steps; ++i) {
+    if (!failed) {
+      const std::uint32_t* computed = args.computed + args.owners[i];
+      const std::uint64_t start = globaltimer_ns();
+      std::uint32_t seen = 0;
+      while ((seen = load_acquire_sys(computed)) != args.epoch) {
+        if (globaltimer_ns() - start > args.timeout_ns) {
+          if (atomicCAS(args.error_words, 0u, static_cast<std::uint32_t>(i) + 1u) == 0u) {
+            atomicExch(args.error_words + 1, seen);
+            atomicExch(args.error_words + 2, args.epoch);
+          }
+          failed = true;
+          break;
+        }
+        __nanosleep(64);
+      }
+    }
+    if (!failed) {
+      const std::uint64_t now = globaltimer_ns();
+      link_free = (now > link_free ? now : link_free) + args.transfer_ns;
+      while (globaltimer_ns() < link_free) __nanosleep(64);
+    }
+    store_release_sys(args.slot_flags + i, args.epoch);
   }
 }
 
@@ -152,9 +202,18 @@ rt::Status enqueue_reduce_partials(const ReduceArgs& args, rt::StreamHandle stre
 
 rt::Status enqueue_wait_flags(const std::uint32_t* flags, int first, int count,
                               std::uint32_t epoch, std::uint64_t timeout_ns,
-                              std::uint32_t* error_words, rt::StreamHandle stream) {
-  if (count <= first) return rt::kSuccess;
-  wait_flags_kernel<<<1, 32, 0, stream>>>(flags, first, count, epoch, timeout_ns, error_words);
+                              std::uint32_t* error_words, rt::StreamHandle stream,
+                              std::uint32_t* rest_landed, int rest_end) {
+  if (count <= first && rest_landed == nullptr) return rt::kSuccess;
+  wait_flags_kernel<<<1, 32, 0, stream>>>(flags, first, count, epoch, timeout_ns, error_words,
+                                          rest_landed, rest_end);
+  return rt::last_error();
+}
+
+rt::Status enqueue_link_model(const LinkModelArgs& args, rt::StreamHandle stream) {
+  if (args.steps <= 0) return rt::kSuccess;
+  if (args.steps > LinkModelArgs::kMaxSteps) return rt::kInvalidValue;
+  link_model_kernel<<<1, 32, 0, stream>>>(args);
   return rt::last_error();
 }
 

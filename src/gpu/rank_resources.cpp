@@ -24,7 +24,6 @@ RankResources::RankResources(int world_size)
   for (int c = 0; c < world_size; ++c) {
     arrived.push_back(std::make_unique<Event>("event create"));
     computed.push_back(std::make_unique<Event>("event create"));
-    slot_ready.push_back(std::make_unique<Event>("event create"));
   }
   const int pieces = world_size * kMaxSignalPieces;
   for (int p = 0; p < pieces; ++p) staged.push_back(std::make_unique<Event>("event create"));

@@ -38,20 +38,21 @@ struct RankResources {
   std::vector<std::unique_ptr<Event>> staged;   // per signal piece: in the bounce buffer
   std::vector<std::unique_ptr<Event>> arrived;  // per chunk: in gathered, signalled
   DeviceMemory flags;        // a flag per signal piece of every chunk (epoch protocol)
-  core::FlagResetRule flag_reset;  // when the all-gather's flags need zeroing
+  core::FlagResetRule flag_reset;  // when epoch-fresh flags need zeroing (every op's epochs)
   DeviceMemory error_words;  // 3 words the native kernel's gate fills on a timeout
   DeviceMemory gathered;     // used when the caller wants no gathered A back
   PinnedMemory bounce;
   // fused_matmul_reduce_scatter (gpu/reduce_scatter_enqueue.hpp): this
   // rank's partial product, its W - 1 receive slots and their flags (epoch
-  // protocol, zeroed when allocated), a chunk's GEMM done, a modelled slot's arrival, and the
-  // last reduction (after which the peers may write the slots again).
+  // protocol, zeroed when allocated; the arrival link's model releases them
+  // too), a chunk's GEMM done, and the last reduction (after which the peers
+  // may write the slots again).
   DeviceMemory partial;
   DeviceMemory slots;
   DeviceMemory slot_flags;
-  DeviceMemory reduce_sum;  // m x n fp32: the reduction's first pass (ReduceArgs)
-  std::vector<std::unique_ptr<Event>> computed;    // per chunk
-  std::vector<std::unique_ptr<Event>> slot_ready;  // per slot (arrival model)
+  DeviceMemory reduce_sum;      // m x n fp32: the reduction's first pass (ReduceArgs)
+  DeviceMemory reduce_verdict;  // 1 word: every slot landed before the first pass
+  std::vector<std::unique_ptr<Event>> computed;  // per chunk
   Event reduced;
   std::unique_ptr<ArrivalClock> clock;
   // A traced call's device timeline (off unless the transport started it).

@@ -20,6 +20,23 @@ rt::EventHandle computed(const RankResources& res, int chunk) {
 
 bool native(const ReduceScatterSpec& call) { return call.plan.algorithm == Algorithm::native; }
 
+// Chunk c of this rank's partial is computed once computed_flags(res)[c]
+// holds the call's epoch: the native grid releases it as the chunk's last
+// tile is stored; after a library GEMM a stream write sets it where the
+// arrival link's model reads it. Then the native grid's tile counters, W
+// words (RankResources: the flag words are enough of them).
+std::uint32_t* computed_flags(RankResources& res) {
+  return static_cast<std::uint32_t*>(res.flags.get());
+}
+
+// Chunk c of this rank's partial is computed on `stream` (a library GEMM
+// enqueued there): its event, and on the arrival link its flag.
+void mark_computed(const ReduceScatterSpec& call, RankResources& res, rt::StreamHandle stream,
+                   int chunk) {
+  record(computed(res, chunk), stream, "event record (partial chunk computed)");
+  if (call.link == Link::arrival) write_value32(stream, computed_flags(res) + chunk, call.epoch);
+}
+
 // `stream`'s later work starts once chunk c of this rank's partial is
 // computed: the native GEMM's chunk flag or the library GEMM's event.
 void wait_computed(const ReduceScatterSpec& call, RankResources& res, rt::StreamHandle stream,
@@ -72,7 +89,7 @@ void enqueue_gemms(const ReduceScatterSpec& call, RankResources& res, RankBacken
                        lanes[lane]->run(streams[lane], ReduceScatterSpec::a_rows(call.a, c * m), m,
                                         call.b, call.partial_chunk(c));
                      });
-      record(computed(res, c), streams[lane], "event record (partial chunk computed)");
+      mark_computed(call, res, streams[lane], c);
     }
     return;
   }
@@ -82,9 +99,7 @@ void enqueue_gemms(const ReduceScatterSpec& call, RankResources& res, RankBacken
                    gemm.run(res.compute.get(), call.a.data, call.problem.gathered_rows(), call.b,
                             call.partial);
                  });
-  for (int c = 0; c < world; ++c) {
-    record(computed(res, c), res.compute.get(), "event record (partial computed)");
-  }
+  for (int c = 0; c < world; ++c) mark_computed(call, res, res.compute.get(), c);
 }
 
 // PCIe shipping, step by step: once this rank's chunk of step i is computed,
@@ -137,33 +152,31 @@ void ship_over_pcie(const ReduceScatterSpec& call, RankResources& res) {
   }
 }
 
-// The model: slot i is ready one transfer time after this rank's own chunk
-// of step i is computed, on a link that carries one partial at a time. By
-// the ring's symmetry that is when the peer's partial of step i would land.
+// The model (LinkModelArgs): slot i is released one transfer time after this
+// rank's own chunk of step i is computed, on a link that carries one partial
+// at a time. By the ring's symmetry that is when the peer's partial of step
+// i would land. The model starts once the first partial is computed, so
+// that it holds no SM while a library GEMM could use it.
 void model_arrivals(const ReduceScatterSpec& call, RankResources& res) {
   const int world = call.problem.world_size;
-  const auto transfer_ns = static_cast<std::uint64_t>(static_cast<double>(call.chunk_bytes()) /
-                                                      call.link_gbps);  // bytes / (GB/s) = ns
+  if (world < 2) return;
+  const rt::StreamHandle s = res.copy_in.get();
   const std::vector<int> order = core::send_order(world, call.problem.rank);
-  for (int step = 0; step + 1 < world; ++step) {
-    const int owner = order[static_cast<std::size_t>(step)];
-    wait_computed(call, res, res.copy_in.get(), owner);
-    res.trace.span(res.copy_in.get(), core::DeviceLane::copy_in,
-                   {"model", "modelled transfer: partial", owner}, [&] {
-                     check(enqueue_link_delay(transfer_ns, res.copy_in.get()),
-                           "launch (arrival model delay)");
-                   });
-    record(res.slot_ready[static_cast<std::size_t>(step)]->get(), res.copy_in.get(),
-           "event record (slot ready)");
-    res.trace.instant(res.copy_in.get(), core::DeviceLane::copy_in,
-                      {"signal", "slot ready: step", step});
+  LinkModelArgs args;
+  args.computed = computed_flags(res);
+  args.steps = world - 1;
+  for (int step = 0; step < args.steps; ++step) {
+    args.owners[step] = order[static_cast<std::size_t>(step)];
   }
-}
-
-// The native GEMM's chunk signals live in the rank's flag words (W words are
-// enough of them, RankResources): chunk c's done flag, then its tile counter.
-std::uint32_t* done_flags(RankResources& res) {
-  return static_cast<std::uint32_t*>(res.flags.get());
+  args.slot_flags = call.mine.flags;
+  args.epoch = call.epoch;
+  args.transfer_ns = static_cast<std::uint64_t>(static_cast<double>(call.chunk_bytes()) /
+                                                call.link_gbps);  // bytes / (GB/s) = ns
+  args.timeout_ns = static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u;
+  args.error_words = static_cast<std::uint32_t*>(res.error_words.get());
+  wait_computed(call, res, s, order.front());
+  res.trace.span(s, core::DeviceLane::copy_in, {"model", "modelled link: the peers' partials"},
+                 [&] { check(enqueue_link_model(args, s), "launch (arrival link model)"); });
 }
 
 }  // namespace
@@ -175,8 +188,8 @@ void reset_native_signals(RankResources& res, int world, rt::StreamHandle stream
 }
 
 void enqueue_native_partial(NativeReduceScatter call, RankResources& res, RankBackend& backend) {
-  call.done_flags = done_flags(res);
-  call.done_counters = done_flags(res) + call.problem.world_size;
+  call.done_flags = computed_flags(res);
+  call.done_counters = computed_flags(res) + call.problem.world_size;
   const int world = call.problem.world_size;
   res.trace.kernel(res.compute.get(), call.kernel, world, 1,
                    res.trace.on() ? core::send_order(world, call.problem.rank) : std::vector<int>{},
@@ -187,7 +200,7 @@ void enqueue_native_partial(NativeReduceScatter call, RankResources& res, RankBa
 
 void wait_native_chunk(RankResources& res, rt::StreamHandle stream, int chunk,
                        std::uint32_t epoch) {
-  wait_value32_equal(stream, done_flags(res) + chunk, epoch);
+  wait_value32_equal(stream, computed_flags(res) + chunk, epoch);
 }
 
 void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, RankBackend& backend) {
@@ -202,7 +215,17 @@ void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, Rank
                    [&] { place_peer_partials(call, backend); });
   }
   if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
-  if (native(call)) reset_native_signals(res, call.problem.world_size, s);
+  // The arrival model's flags (chunk computed, slot released) are fresh by
+  // their epoch, except where a graph replays the one it captured, or once
+  // the epochs have wrapped. The native grid's tile counters count from 0.
+  const bool stale = call.link == Link::arrival &&
+                     res.flag_reset.reset_before(call.epoch, call.capturing);
+  if (native(call) || stale) reset_native_signals(res, call.problem.world_size, s);
+  if (stale) {
+    const auto slots = static_cast<std::size_t>(call.problem.world_size - 1);
+    check(rt::memset_async(call.mine.flags, 0, sizeof(std::uint32_t) * slots, s),
+          "memset (slot flags)");
+  }
 
   record(res.fork.get(), s, "event record (fork)");
   for (rt::StreamHandle side :
@@ -229,18 +252,18 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
   const int rank = call.problem.rank;
   const int slots = world - 1;
   auto* error_words = static_cast<std::uint32_t*>(res.error_words.get());
-  // `r` waits until slots [first, end) have landed.
+  const std::vector<int> pass_ends = reduction_pass_ends(world);
+  // Whether every slot had landed when the first pass's wait ended (then
+  // the passes take the sum in one: ReduceArgs::all_landed).
+  auto* all_landed =
+      pass_ends.size() > 1 ? static_cast<std::uint32_t*>(res.reduce_verdict.get()) : nullptr;
+  // `r` waits until slots [first, end) have landed (their flags written by
+  // the copies, or released by the arrival link's model).
   const auto wait_slots = [&](int first, int end) {
-    if (call.link == Link::arrival) {
-      for (int slot = first; slot < end; ++slot) {
-        wait(r, res.slot_ready[static_cast<std::size_t>(slot)]->get(), "stream wait (slot ready)");
-      }
-      return;
-    }
     res.trace.span(r, core::DeviceLane::compute, {"wait", "wait for the peers' partials"}, [&] {
       check(enqueue_wait_flags(call.mine.flags, first, end, call.epoch,
                                static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u,
-                               error_words, r),
+                               error_words, r, first == 0 ? all_landed : nullptr, slots),
             "launch (wait for the peers' partials)");
     });
   };
@@ -254,9 +277,10 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
   args.slot_count = slots;
   args.out = call.out.data;
   args.error_words = error_words;
+  args.all_landed = all_landed;
   auto* sum = static_cast<float*>(res.reduce_sum.get());
   int first = 0;
-  for (const int end : reduction_pass_ends(world)) {
+  for (const int end : pass_ends) {
     wait_slots(first, end);
     const ReduceArgs pass = reduction_pass(args, first, end, sum);
     res.trace.span(r, core::DeviceLane::compute,

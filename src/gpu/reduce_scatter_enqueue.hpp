@@ -10,12 +10,14 @@
 //              waits on the chunk's flag, enqueued after the grid; pcie:
 //              device -> pinned host -> owner's slot on copy engines, then
 //              the owner's slot flag, or modelled over pcie the placed slot
-//              out and back into itself; arrival: the link's transfer time,
-//              then the slot's event);
-//   reduction: the own chunk and every slot but the last ready (pcie: a
+//              out and back into itself; arrival: one thread, launched once
+//              the first chunk is computed, releases each slot's flag one
+//              transfer time after its chunk is computed and the link is
+//              free, LinkModelArgs);
+//   reduction: the own chunk computed, every slot but the last landed (a
 //              one-block bounded wait on the slot flags, which each call's
 //              epoch makes fresh) -> their fp32 sum, in the CPU backend's
-//              order -> the last slot ready -> the last slot added, the sum
+//              order -> the last slot landed -> the last slot added, the sum
 //              rounded once into out -> join -> call_end.
 // Real shipping is never captured (LoopbackComm::check refuses it): separate
 // graphs whose reductions wait on each other's copies cannot be ordered for

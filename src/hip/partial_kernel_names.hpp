@@ -1,6 +1,6 @@
 // The CUDA device names gpu/partial_kernels.cu is written with, for HIP: the
 // reduce-scatter's small kernels (the owner's reduction, the bounded wait on
-// its slots' flags, the arrival link's delay) are one source for both
+// its slots' flags, the arrival link's model) are one source for both
 // runtimes, and these are the few lines where the runtimes' device spellings
 // differ. Compiled by hipcc only (src/hip/CMakeLists.txt).
 #pragma once
@@ -29,8 +29,14 @@ __device__ __forceinline__ std::uint32_t load_acquire_sys(const std::uint32_t* p
   return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
 }
 
+// The link model's release of a slot flag: system scope, as
+// st.release.sys on CUDA.
+__device__ __forceinline__ void store_release_sys(std::uint32_t* p, std::uint32_t v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+
 // Nanoseconds of a constant-rate device clock, for bounded waits and the
-// link model's delay. s_memrealtime counts at 100 MHz on CDNA2 and CDNA3
+// link model's transfers. s_memrealtime counts at 100 MHz on CDNA2 and CDNA3
 // (hipDeviceAttributeWallClockRate: 100000 kHz on MI200 and MI300); a device
 // with another rate scales every timeout by the ratio, never to unbounded.
 inline constexpr std::uint64_t kWallClockNsPerTick = 10;

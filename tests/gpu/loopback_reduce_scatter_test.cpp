@@ -23,6 +23,9 @@
 //   LoopbackReduceScatterSerialized.ModelsAreCorrect
 //       serialize_ranks with Link::arrival and with Link::pcie (native,
 //       pipelined, decomposed): correct over two rounds, last_call_ms > 0.
+//   LoopbackReduceScatterSerialized.ArrivalTakesTheModelledTime
+//       Link::arrival at 0.05 GB/s, W = 4, every algorithm: each rank's
+//       span holds its W - 1 transfers back to back.
 //   LoopbackReduceScatterGraph.ReplaysWithFreshInputs
 //       native, pipelined and decomposed. Link::arrival: each rank captures its uncaptured-first
 //       call; three replays with fresh inputs are correct; a direct call afterwards too.
@@ -294,6 +297,47 @@ TEST(LoopbackReduceScatterSerialized, ModelsAreCorrect) {
           ASSERT_NO_THROW(ms = group.last_call_ms(r));
           EXPECT_GT(ms, 0.0) << "rank " << r;
         }
+      }
+    }
+  }
+}
+
+// The arrival link's model: on a slow link (3 transfers of 256 x 512 bf16,
+// 256 KiB, at 0.05 GB/s: 5.2 ms each), each rank's span holds its W - 1
+// transfers one after the other (one link), for every algorithm: the model
+// neither releases a slot before its transfer nor carries two at once.
+TEST(LoopbackReduceScatterSerialized, ArrivalTakesTheModelledTime) {
+  ASYNCTP_REQUIRE_SM90();
+  constexpr int kWorld = 4;
+  constexpr double kGbps = 0.05;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  const RsShape shape = asynctp_test::rs_shape(kWorld, 256, 512, 384);
+  const double transfer_ms =
+      static_cast<double>(shape.m * shape.n * 2) / (kGbps * 1e9) * 1e3;
+  const double modelled_ms = (kWorld - 1) * transfer_ms;
+  for (Algorithm algorithm : {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed}) {
+    SCOPED_TRACE(to_string(algorithm));
+    LoopbackGroup group(lb::loopback_config(kWorld, Link::arrival, kGbps, /*serialize_ranks=*/true));
+    RankStreams streams;
+    CUDA_ASSERT(streams.create(kWorld));
+    DeviceRsProblem problem(shape, rng);
+    ASSERT_NO_FATAL_FAILURE(problem.prepare());
+    const Options options = lb::options_for(algorithm);
+    for (int round = 0; round < 2; ++round) {
+      if (round > 0) {
+        ASSERT_NO_FATAL_FAILURE(problem.refill(rng));
+        ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+      }
+      lb::expect_all_ok(run(group, streams, problem, options, "modelled arrivals"), algorithm);
+      ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+      for (int r = 0; r < kWorld; ++r) {
+        const double ms = group.last_call_ms(r);
+        std::printf("    %s round %d rank %d: %.2f ms (modelled transfers %.2f ms)\n",
+                    to_string(algorithm), round, r, ms, modelled_ms);
+        EXPECT_GE(ms, 0.99 * modelled_ms) << "rank " << r;
+        EXPECT_LT(ms, modelled_ms + 1000.0) << "rank " << r;
       }
     }
   }

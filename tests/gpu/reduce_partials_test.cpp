@@ -9,8 +9,14 @@
 //       every element of out is written (out poisoned with NaN first).
 //   ReducePartials.ATimedOutCallWritesNothing
 //       error word set: neither a first pass nor a last pass writes.
+//   ReducePartials.TheWaitsVerdictTakesOnePassWhereEverySlotLanded
+//       W = 5, the first pass's wait over slots 0..2: with slot 3's flag
+//       already set its verdict is 1, the first pass writes out (bitwise
+//       the one pass) and never the fp32 sum, the last pass nothing; with
+//       slot 3's flag stale the verdict is 0 and the two passes run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -78,11 +84,14 @@ gpu::ReduceArgs base_args(const Partials& p) {
 
 // The sum in passes that end after the slots in `ends` (ascending, the last
 // = W - 1), into out, poisoned first; returns out's bytes.
+// all_landed: the wait's verdict word (ReduceArgs::all_landed), or null.
 void reduce_in_passes(const Partials& p, const std::vector<int>& ends,
-                      std::vector<unsigned char>* out) {
+                      std::vector<unsigned char>* out,
+                      const std::uint32_t* all_landed = nullptr) {
   CUDA_ASSERT(cudaMemset(p.d_out.p, 0xFF, p.chunk_bytes()));  // NaN in every dtype
   gpu::ReduceArgs all = base_args(p);
   all.slot_count = p.world - 1;
+  all.all_landed = all_landed;
   int first = 0;
   for (const int end : ends) {
     CUDA_ASSERT(gpu::enqueue_reduce_partials(
@@ -183,6 +192,49 @@ TEST(ReducePartials, ATimedOutCallWritesNothing) {
   std::vector<unsigned char> sum(sum_bytes);
   CUDA_ASSERT(cudaMemcpy(sum.data(), p.d_sum.p, sum_bytes, cudaMemcpyDeviceToHost));
   for (unsigned char byte : sum) ASSERT_EQ(0x5a, byte) << "fp32 sum written by a timed-out call";
+}
+
+TEST(ReducePartials, TheWaitsVerdictTakesOnePassWhereEverySlotLanded) {
+  ASYNCTP_REQUIRE_SM90();
+  const asynctp_test::Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  Partials p;
+  p.world = 5;
+  p.rows = 24;
+  p.cols = 1030;
+  ASSERT_NO_FATAL_FAILURE(upload(p, rng));
+  std::vector<unsigned char> one;
+  ASSERT_NO_FATAL_FAILURE(reduce_in_passes(p, {4}, &one));
+  constexpr std::uint32_t kEpoch = 9;
+  DeviceBuffer flags, verdict;
+  CUDA_ASSERT(flags.alloc(4 * sizeof(std::uint32_t)));
+  CUDA_ASSERT(verdict.alloc(sizeof(std::uint32_t)));
+  const std::size_t sum_bytes = static_cast<std::size_t>(p.elements()) * sizeof(float);
+  for (const bool last_landed : {true, false}) {
+    SCOPED_TRACE(last_landed ? "slot 3 landed before the wait ended" : "slot 3 still to come");
+    const std::uint32_t words[4] = {kEpoch, kEpoch, kEpoch, last_landed ? kEpoch : kEpoch - 1};
+    CUDA_ASSERT(cudaMemcpy(flags.p, words, sizeof words, cudaMemcpyHostToDevice));
+    CUDA_ASSERT(cudaMemset(verdict.p, 0x77, sizeof(std::uint32_t)));
+    CUDA_ASSERT(gpu::enqueue_wait_flags(flags.as<std::uint32_t>(), 0, 3, kEpoch, 1'000'000'000u,
+                                        p.d_err.as<std::uint32_t>(), nullptr,
+                                        verdict.as<std::uint32_t>(), 4));
+    CUDA_ASSERT(cudaDeviceSynchronize());
+    std::uint32_t seen = 0;
+    CUDA_ASSERT(cudaMemcpy(&seen, verdict.p, sizeof seen, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(last_landed ? 1u : 0u, seen) << "the wait's verdict";
+    CUDA_ASSERT(cudaMemset(p.d_sum.p, 0x5a, sum_bytes));
+    std::vector<unsigned char> out;
+    ASSERT_NO_FATAL_FAILURE(reduce_in_passes(p, {3, 4}, &out, verdict.as<std::uint32_t>()));
+    EXPECT_TRUE(out == one) << "not bitwise the one pass";
+    std::vector<unsigned char> sum(sum_bytes);
+    CUDA_ASSERT(cudaMemcpy(sum.data(), p.d_sum.p, sum_bytes, cudaMemcpyDeviceToHost));
+    const bool sum_untouched =
+        std::all_of(sum.begin(), sum.end(), [](unsigned char b) { return b == 0x5a; });
+    EXPECT_EQ(last_landed, sum_untouched)
+        << (last_landed ? "the fp32 sum written although one pass took every slot"
+                        : "the first of two passes left the fp32 sum unwritten");
+  }
 }
 
 }  // namespace
