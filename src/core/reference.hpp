@@ -110,11 +110,12 @@ double unit_roundoff(DType dtype) noexcept;
 //     (In the ring the last step's rounding is already in 3; counting it
 //     again only loosens the bound.)
 //  5. Underflow: every rounding to dtype may err by h/2 more than its
-//     relative bound (W partials, the total, and in the ring its W - 1 running
-//     sums); the fp32 accumulation's k_s products by up to 2^-126 each (a
-//     product below fp32's normal range may be flushed to zero), which E_acc
-//     and S carry (an fp32 sum whose result is subnormal is exact). A whole h per rounding, not h/2, covers the
-//     higher-order terms (u or gamma times h/2).
+//     relative bound (W partials, the total, and in the ring its W - 1
+//     running sums); the fp32 accumulation's k_s products by up to 2^-126
+//     each (a product below fp32's normal range may be flushed to zero),
+//     which E_acc and S carry (an fp32 sum whose result is subnormal is
+//     exact). A whole h per rounding, not h/2, covers the higher-order terms
+//     (u or gamma times h/2).
 // Hence, exactly and not only to first order, with e now including the
 // partials' and the running sums' underflow, W h (ring: (2 W - 1) h):
 //     bound = 1.001 (e + u (|C| + e) + h),
