@@ -1,9 +1,10 @@
-// Measuring asynctp calls as `asynctp run` and `asynctp bench` do: every
-// rank's calls timed by the rule of its group, the figures of an overlap
-// benchmark, and on GPUs device copies of host tensors, streams, timing
-// events and the library's own BLAS GEMM, the overlap benchmark's baseline.
+// Measuring asynctp calls as `asynctp run` and `asynctp bench` do: one
+// rank's calls timed (a group's ranks: RankGroup::time_calls), the figures of
+// an overlap benchmark, and on GPUs device copies of host tensors, streams,
+// timing events and the library's own BLAS GEMM, the overlap benchmark's
+// baseline.
 //
-// The overlap figures and the timing of a cpu::Group are built always; the
+// The overlap figures and the timing of a synchronous rank are built always; the
 // rest with the library's GPU backend and on its runtime: CUDA
 // (ASYNCTP_HAVE_CUDA_BACKEND) or, in a ROCm build, HIP
 // (ASYNCTP_HAVE_HIP_BACKEND). Needs no CUDA or HIP headers: a stream is a
@@ -20,14 +21,9 @@
 #include <vector>
 
 #include "asynctp/comm.hpp"
-#include "asynctp/cpu.hpp"
-#include "asynctp/loopback.hpp"
+#include "asynctp/group.hpp"
 #include "asynctp/tensor.hpp"
 #include "asynctp/verify.hpp"
-
-namespace asynctp::nccl {
-class LocalGroup;  // asynctp/nccl.hpp
-}  // namespace asynctp::nccl
 
 namespace asynctp::bench {
 
@@ -175,43 +171,16 @@ class DeviceRank {
 };
 
 // ---- Timed collective calls, every rank's, as `asynctp run` reports them.
+// On an in-process group, RankGroup::time_calls (asynctp/group.hpp) times
+// every rank by the group's rule; these time one rank of a launched job.
 
-// Enqueues rank comm.rank()'s call of iteration `i` on that rank's stream
-// and returns without waiting.
-using RankCall = std::function<void(Comm& comm, int iteration)>;
-// Runs on rank 0's thread before its call of iteration `i`, with the time of
-// iteration i - 1 once known (for a progress display).
-using BeforeIteration = std::function<void(int iteration, std::optional<double> last_ms)>;
-
-// On a cpu::Group, `iterations` calls on every rank, each waited for
-// (asynctp::synchronize). Per iteration: the slowest rank's wall time, since
-// a call is done only when every rank has its C.
-std::vector<double> time_calls(cpu::Group& group, int iterations, const RankCall& call,
-                               const BeforeIteration& before = {});
+using RankCall = asynctp::RankCall;
+using BeforeIteration = asynctp::BeforeIteration;
 
 // One rank's calls on a communicator whose calls finish before they return
 // (the CPU backend's, e.g. this process's rank of a process group): the wall
 // time of each.
 std::vector<double> time_calls(Comm& comm, int iterations, const RankCall& call,
-                               const BeforeIteration& before = {});
-
-// `iterations` calls on every rank of a group made with serialize_ranks,
-// each waited for (asynctp::synchronize). Per iteration: the mean over ranks
-// of each rank's own call span (LoopbackGroup::last_call_ms). Serialized,
-// each call runs as if its rank had the GPU alone, so the spans are what W
-// ranks on W GPUs would each take, without the gaps between one virtual
-// rank's call and the next that a real rank never waits through.
-std::vector<double> time_calls(loopback::LoopbackGroup& group, int iterations, const RankCall& call,
-                               const BeforeIteration& before = {});
-
-// The same on the ranks of a local NCCL group, rank r's calls ordered on
-// streams[r]. Per iteration: the slowest rank's event span. From the second
-// iteration on, each rank's device work is held until every rank has
-// enqueued, so the ranks start together and host enqueue time stays out of
-// the figure (not the first: it may allocate, and a free would wait for the
-// hold). Built with the NCCL transport (ASYNCTP_HAVE_NCCL_BACKEND).
-std::vector<double> time_calls(nccl::LocalGroup& group, const std::vector<void*>& streams,
-                               int iterations, const RankCall& call,
                                const BeforeIteration& before = {});
 
 // One rank's calls on `stream` (this process's rank of a launched job): the

@@ -5,10 +5,19 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <vector>
 
 #include "asynctp/comm.hpp"
 
 namespace asynctp {
+
+// Enqueues rank comm.rank()'s call of iteration `i` on that rank's stream
+// and returns without waiting.
+using RankCall = std::function<void(Comm& comm, int iteration)>;
+// Runs on rank 0's thread before its call of iteration `i`, with the time of
+// iteration i - 1 once known (for a progress display).
+using BeforeIteration = std::function<void(int iteration, std::optional<double> last_ms)>;
 
 class RankGroup {
  public:
@@ -25,6 +34,18 @@ class RankGroup {
   // any rank throws, rethrows the exception of the lowest failing rank after
   // every thread has joined.
   void run(const std::function<void(Comm&)>& body);
+
+  // `iterations` calls on every rank, each waited for (asynctp::synchronize):
+  // one time in ms per iteration, by the group's rule, which knows how its
+  // ranks share the hardware. Rank r's calls are ordered on streams[r] where
+  // the group's rule times streams (nccl::LocalGroup; empty elsewhere). By
+  // default, for ranks whose calls finish before they return (cpu::Group):
+  // the slowest rank's wall time per iteration, since a call is done only
+  // when every rank has its output. A rank that throws makes the others fail
+  // within their wait timeout, never wait forever.
+  virtual std::vector<double> time_calls(int iterations, const RankCall& call,
+                                         const BeforeIteration& before = {},
+                                         const std::vector<void*>& streams = {});
 
  protected:
   RankGroup() = default;

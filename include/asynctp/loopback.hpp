@@ -91,6 +91,15 @@ class LoopbackGroup final : public RankGroup {
   // naming the rank when it has no such call.
   double last_call_ms(int rank) const;
 
+  // RankGroup's, by the loopback's rule: per iteration, the mean over ranks
+  // of each rank's own call span (last_call_ms). With serialize_ranks each
+  // call runs as if its rank had the GPU alone, so the spans are what W ranks
+  // on W GPUs would each take, without the gaps between one virtual rank's
+  // call and the next that a real rank never waits through.
+  std::vector<double> time_calls(int iterations, const RankCall& call,
+                                 const BeforeIteration& before = {},
+                                 const std::vector<void*>& streams = {}) override;
+
  private:
   void enter_rank_thread(int rank) override;
 

@@ -71,6 +71,16 @@ class LocalGroup final : public RankGroup {
   int device(int rank) const;
   // run(body): RankGroup's, one host thread per rank with its GPU current.
 
+  // RankGroup's, by this group's rule: rank r's calls ordered on streams[r]
+  // (one per rank, required), each timed by events on it; per iteration the
+  // slowest rank's span. From the second iteration on, each rank's device
+  // work is held until every rank has enqueued, so the ranks start together
+  // and host enqueue time stays out of the figure (not the first: it may
+  // allocate, and a free would wait for the hold).
+  std::vector<double> time_calls(int iterations, const RankCall& call,
+                                 const BeforeIteration& before = {},
+                                 const std::vector<void*>& streams = {}) override;
+
  private:
   void enter_rank_thread(int rank) override;
 

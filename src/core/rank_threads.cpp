@@ -1,5 +1,7 @@
 #include "core/rank_threads.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <string>
 #include <thread>
@@ -35,6 +37,20 @@ void check_rank_argument(int rank, int world_size) {
                                                "), got " + std::to_string(rank));
 }
 
+std::vector<double> time_synchronous_calls(Comm& comm, int iterations, const RankCall& call,
+                                           const BeforeIteration& before) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> ms;
+  for (int i = 0; i < iterations; ++i) {
+    if (before) before(i, ms.empty() ? std::nullopt : std::optional<double>(ms.back()));
+    const Clock::time_point begin = Clock::now();
+    call(comm, i);
+    comm.synchronize();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - begin).count());
+  }
+  return ms;
+}
+
 }  // namespace asynctp::core
 
 namespace asynctp {
@@ -44,6 +60,22 @@ void RankGroup::run(const std::function<void(Comm&)>& body) {
     enter_rank_thread(rank);
     body(comm(rank));
   });
+}
+
+std::vector<double> RankGroup::time_calls(int iterations, const RankCall& call,
+                                          const BeforeIteration& before,
+                                          const std::vector<void*>& streams) {
+  (void)streams;  // the calls finish before they return
+  std::vector<std::vector<double>> ms(static_cast<std::size_t>(world_size()));
+  run([&](Comm& comm) {
+    ms[static_cast<std::size_t>(comm.rank())] = core::time_synchronous_calls(
+        comm, iterations, call, comm.rank() == 0 ? before : BeforeIteration{});
+  });
+  std::vector<double> slowest(static_cast<std::size_t>(std::max(iterations, 0)), 0.0);
+  for (const std::vector<double>& rank_ms : ms) {
+    for (std::size_t i = 0; i < slowest.size(); ++i) slowest[i] = std::max(slowest[i], rank_ms[i]);
+  }
+  return slowest;
 }
 
 }  // namespace asynctp

@@ -1,5 +1,5 @@
 // The device work of one loopback rank's fused_matmul_reduce_scatter, in two
-// halves the transport enqueues in turn (loopback_comm.cpp):
+// halves the transport enqueues in turn (loopback.cpp):
 //   products:  [modelled: the peers' partials of this rank's chunk, placed
 //              into its slots before the timed span] -> call_begin -> fork ->
 //              the partial's GEMMs in core::send_order (native: one

@@ -127,6 +127,15 @@ inline Status host_alloc_pinned(void** p, std::size_t bytes) {
 inline Status host_alloc_mapped(void** p, std::size_t bytes) {
   return ASYNCTP_RT_HOST_ALLOC(Mapped);
 }
+// Mapped, and pinned for every GPU's context (a word the streams of several
+// GPUs wait on; with unified addressing the host address is the device one).
+inline Status host_alloc_mapped_portable(void** p, std::size_t bytes) {
+#if defined(ASYNCTP_GPU_HIP)
+  return hipHostMalloc(p, bytes, hipHostMallocMapped | hipHostMallocPortable);
+#else
+  return cudaHostAlloc(p, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+#endif
+}
 inline Status host_free(void* p) { return ASYNCTP_RT_HOST_FREE(p); }
 #undef ASYNCTP_RT_HOST_ALLOC
 #undef ASYNCTP_RT_HOST_FREE

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -80,6 +81,50 @@ TEST(Group, EveryInProcessGroupIsARankGroup) {
   std::atomic<int> ranks{0};
   generic.run([&](Comm& comm) { ranks += comm.rank() + 1; });
   EXPECT_EQ(3, ranks.load());
+}
+
+// The default timing rule (RankGroup::time_calls): one figure per iteration,
+// the slowest rank's wall time (neither the mean nor rank 0's would reach
+// 30 ms here), and `before` on rank 0 only, given rank 0's previous time.
+TEST(Group, TimeCallsReportsTheSlowestRankPerIteration) {
+  cpu::Group group({3, 2});
+  RankGroup& generic = group;
+  constexpr int kIterations = 4;
+  std::atomic<int> calls{0};
+  std::vector<int> before_iterations;
+  std::vector<std::optional<double>> before_last;
+  const std::vector<double> ms = generic.time_calls(
+      kIterations,
+      [&](Comm& comm, int iteration) {
+        ++calls;
+        // Rank 2 is slow in odd iterations, rank 1 in even ones.
+        const bool slow = comm.rank() == (iteration % 2 == 1 ? 2 : 1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(slow ? 30 : 1));
+      },
+      [&](int iteration, std::optional<double> last_ms) {
+        before_iterations.push_back(iteration);
+        before_last.push_back(last_ms);
+      });
+  ASSERT_EQ(ms.size(), static_cast<std::size_t>(kIterations));
+  EXPECT_EQ(calls.load(), 3 * kIterations);
+  for (double each : ms) EXPECT_GE(each, 30.0);
+  EXPECT_EQ(before_iterations, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_FALSE(before_last[0].has_value());
+  for (std::size_t i = 1; i < before_last.size(); ++i) {
+    ASSERT_TRUE(before_last[i].has_value());
+    EXPECT_GE(*before_last[i], 1.0);
+  }
+}
+
+TEST(Group, TimeCallsRethrowsARanksFailure) {
+  cpu::Group group({2, 2});
+  EXPECT_THROW(group.time_calls(3,
+                                [](Comm& comm, int iteration) {
+                                  if (comm.rank() == 1 && iteration == 1) {
+                                    throw std::runtime_error("rank 1 failed");
+                                  }
+                                }),
+               std::runtime_error);
 }
 
 TEST(Group, AutomaticWorkerCountIsAtLeastTwo) {

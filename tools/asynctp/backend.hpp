@@ -8,12 +8,14 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "args.hpp"
 #include "asynctp/bench.hpp"
 #include "asynctp/comm.hpp"
+#include "asynctp/group.hpp"
 #include "asynctp/launch.hpp"
 #include "asynctp/verify.hpp"
 #include "report.hpp"
@@ -30,13 +32,17 @@ class Backend {
   virtual ~Backend() = default;
   BackendInfo info;
 
-  virtual int world_size() const noexcept = 0;
-  virtual Comm& comm(int rank) = 0;
+  // The in-process group that holds every rank (cpu, loopback, local NCCL),
+  // whose rule times the calls (RankGroup::time_calls); null under a
+  // launcher, where this process holds one rank and time_rank_calls times it.
+  RankGroup* group() const noexcept { return group_; }
+  virtual int world_size() const noexcept { return group_->world_size(); }
+  virtual Comm& comm(int rank) { return group_->comm(rank); }
   // Every rank, unless a launcher started one process per rank: only held
   // ranks are placed, run, timed and checked here; rank 0's process reports.
   virtual bool holds(int) const noexcept { return true; }
   // body(comm) once per held rank, concurrently; rethrows a rank's error.
-  virtual void run(const std::function<void(Comm&)>& body) = 0;
+  virtual void run(const std::function<void(Comm&)>& body) { group_->run(body); }
 
   // Makes each held rank's tensors from the problem's, which must outlive
   // the calls; views() and stream() (nullptr where calls are synchronous)
@@ -48,13 +54,17 @@ class Backend {
   // Poisons the outputs where the calls write them; brings them back.
   virtual void poison_outputs() = 0;
   virtual void fetch_outputs() = 0;
-  // `total` calls per rank, each waited for: one time in ms per iteration,
-  // by info.timing_rule.
-  virtual std::vector<double> time_calls(int total, const bench::RankCall& call,
-                                         const bench::BeforeIteration& before) = 0;
+  // Under a launcher: `total` calls of this process's rank, each waited for,
+  // one time in ms per iteration by info.timing_rule.
+  virtual std::vector<double> time_rank_calls(int total, const RankCall& call,
+                                              const BeforeIteration& before) {
+    (void)total, (void)call, (void)before;
+    throw std::logic_error("time_rank_calls: only a launched backend times one rank");
+  }
 
  protected:
   Problem* placed_ = nullptr;
+  RankGroup* group_ = nullptr;  // set by a backend that holds every rank
 };
 
 // Each held rank's tensors on its GPU, made, filled and freed on the thread

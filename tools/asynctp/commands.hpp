@@ -50,9 +50,10 @@ void require_a_runnable_row(std::span<const Row> rows, const Args& args, const B
 // One call on poisoned outputs, compared with the placed problem's references.
 void check_row(Row& row, Backend& backend, const Options& options, Progress& progress,
                const std::string& label);
-// `warmup` untimed then `iters` timed calls (Backend::time_calls) into the
-// row's times, with progress lines prefixed by `label`; returns what rank
-// 0's calls ran.
+// `warmup` untimed then `iters` timed calls (the group's rule,
+// RankGroup::time_calls; under a launcher Backend::time_rank_calls) into the
+// row's times, with progress lines prefixed by `label`; returns what rank 0's
+// calls ran.
 RunInfo time_row(Row& row, Backend& backend, const Options& options, int warmup, int iters,
                  Progress& progress, const std::string& label);
 

@@ -21,24 +21,17 @@ class HostBackend : public Backend {
 
 class CpuBackend final : public HostBackend {
  public:
-  explicit CpuBackend(const cpu::GroupConfig& config) : group_(config) {
+  explicit CpuBackend(const cpu::GroupConfig& config) : cpu_group_(config) {
+    group_ = &cpu_group_;
     info.name = "cpu";
-    info.gemm_workers_per_rank = group_.gemm_workers_per_rank();
+    info.gemm_workers_per_rank = cpu_group_.gemm_workers_per_rank();
     info.detail = std::to_string(info.gemm_workers_per_rank) + " GEMM workers per rank";
     info.timing_rule =
-        "wall time of each call, the slowest rank's per iteration";  // bench::time_calls
-  }
-  int world_size() const noexcept override { return group_.world_size(); }
-  Comm& comm(int rank) override { return group_.comm(rank); }
-  void run(const std::function<void(Comm&)>& body) override { group_.run(body); }
-
-  std::vector<double> time_calls(int total, const bench::RankCall& call,
-                                 const bench::BeforeIteration& before) override {
-    return bench::time_calls(group_, total, call, before);
+        "wall time of each call, the slowest rank's per iteration";  // RankGroup::time_calls
   }
 
  private:
-  cpu::Group group_;
+  cpu::Group cpu_group_;
 };
 
 // One rank of a job a launcher started, one process per rank.
@@ -60,8 +53,8 @@ class CpuProcessBackend final : public HostBackend {
   bool holds(int rank) const noexcept override { return rank == rank_; }
   void run(const std::function<void(Comm&)>& body) override { body(*comm_); }
 
-  std::vector<double> time_calls(int total, const bench::RankCall& call,
-                                 const bench::BeforeIteration& before) override {
+  std::vector<double> time_rank_calls(int total, const RankCall& call,
+                                      const BeforeIteration& before) override {
     return bench::time_calls(*comm_, total, call, before);
   }
 

@@ -59,14 +59,15 @@ loopback::LoopbackConfig config_of(const Args& args) {
   config.device = args.device_or_default();
   config.link = args.link() == LinkChoice::arrival ? loopback::Link::arrival : loopback::Link::pcie;
   config.link_gbps = args.link_gbps_or_default();
-  config.serialize_ranks = true;  // bench::time_calls' rule: each rank as if alone on the GPU
+  config.serialize_ranks = true;  // the group's timing rule: each rank as if alone on the GPU
   return config;
 }
 
 class LoopbackBackend final : public DeviceBackend {
  public:
-  explicit LoopbackBackend(const Args& args) : group_(config_of(args)) {
-    const loopback::LoopbackConfig& config = group_.config();
+  explicit LoopbackBackend(const Args& args) : loopback_group_(config_of(args)) {
+    group_ = &loopback_group_;
+    const loopback::LoopbackConfig& config = loopback_group_.config();
     char gbps[48] = "";
     if (config.link == loopback::Link::arrival) {
       std::snprintf(gbps, sizeof gbps, " at %g GB/s", config.link_gbps);
@@ -85,15 +86,11 @@ class LoopbackBackend final : public DeviceBackend {
   }
   ~LoopbackBackend() override { release(); }
 
-  int world_size() const noexcept override { return group_.world_size(); }
-  Comm& comm(int rank) override { return group_.comm(rank); }
-  void run(const std::function<void(Comm&)>& body) override { group_.run(body); }
-
   // Refuses before an allocation fails halfway through W ranks: all of the
   // problem's tensors go to one GPU.
   void place(Problem& problem) override {
     const std::uint64_t needed = problem.tensor_bytes();
-    const int device = group_.config().device;
+    const int device = loopback_group_.config().device;
     if (const std::size_t free = bench::free_memory(device); needed > free) {
       char buf[256];
       std::snprintf(buf, sizeof buf,
@@ -106,16 +103,11 @@ class LoopbackBackend final : public DeviceBackend {
     DeviceBackend::place(problem);
   }
 
-  std::vector<double> time_calls(int total, const bench::RankCall& call,
-                                 const bench::BeforeIteration& before) override {
-    return bench::time_calls(group_, total, call, before);
-  }
-
  protected:
-  int device_of(int) const override { return group_.config().device; }
+  int device_of(int) const override { return loopback_group_.config().device; }
 
  private:
-  loopback::LoopbackGroup group_;
+  loopback::LoopbackGroup loopback_group_;
 };
 
 }  // namespace

@@ -11,15 +11,16 @@ namespace {
 
 class NcclBackend final : public DeviceBackend {
  public:
-  explicit NcclBackend(const Args& args) : group_(args.world_size) {
+  explicit NcclBackend(const Args& args) : nccl_group_(args.world_size) {
+    group_ = &nccl_group_;
     std::map<std::string, int> count_of;
-    for (int r = 0; r < group_.world_size(); ++r) ++count_of[bench::device_name(group_.device(r))];
+    for (int r = 0; r < world_size(); ++r) ++count_of[bench::device_name(nccl_group_.device(r))];
     std::string names;
     for (const auto& [device_name, count] : count_of) {
       names += (names.empty() ? "" : ", ") + std::to_string(count) + " x " + device_name;
     }
     info.name = "cuda";
-    info.detail = "GPUs 0.." + std::to_string(group_.world_size() - 1) + " (" + names +
+    info.detail = "GPUs 0.." + std::to_string(world_size() - 1) + " (" + names +
                   "), one rank each, NCCL communicator from one process";
     info.timing_rule =
         "per call, the slowest rank's cudaEvent span on its own stream (each rank's device work "
@@ -27,21 +28,11 @@ class NcclBackend final : public DeviceBackend {
   }
   ~NcclBackend() override { release(); }
 
-  int world_size() const noexcept override { return group_.world_size(); }
-  Comm& comm(int rank) override { return group_.comm(rank); }
-  void run(const std::function<void(Comm&)>& body) override { group_.run(body); }
-  std::vector<double> time_calls(int total, const bench::RankCall& call,
-                                 const bench::BeforeIteration& before) override {
-    std::vector<void*> streams;
-    for (int r = 0; r < world_size(); ++r) streams.push_back(stream(r));
-    return bench::time_calls(group_, streams, total, call, before);
-  }
-
  protected:
-  int device_of(int rank) const override { return group_.device(rank); }
+  int device_of(int rank) const override { return nccl_group_.device(rank); }
 
  private:
-  nccl::LocalGroup group_;
+  nccl::LocalGroup nccl_group_;
 };
 
 // One rank of a job a launcher started: this process's rank only, on the
@@ -69,8 +60,8 @@ class LaunchedBackend final : public DeviceBackend {
     bench::set_device(device_);
     body(*comm_);
   }
-  std::vector<double> time_calls(int total, const bench::RankCall& call,
-                                 const bench::BeforeIteration& before) override {
+  std::vector<double> time_rank_calls(int total, const RankCall& call,
+                                      const BeforeIteration& before) override {
     bench::set_device(device_);
     return bench::time_calls(*comm_, stream(rank_), total, call, before);
   }
