@@ -56,6 +56,32 @@ __device__ __forceinline__ std::uint64_t globaltimer_ns() {
 }
 #endif
 
+// The bounded wait every kernel here shares: polls *flag (a system-scope
+// acquire load) until it holds `epoch`. Gives up after timeout_ns, writing
+// error_words [0] = 1 + index, [1] = the value seen, [2] = epoch (first
+// failure wins), or at once when error_words show that another wait of the
+// call has failed already. Sleeps between polls, doubling from 32 ns up to
+// backoff_cap_ns.
+__device__ bool wait_flag(const std::uint32_t* flag, std::uint32_t epoch, std::uint64_t timeout_ns,
+                          std::uint32_t* error_words, int index, std::uint32_t backoff_cap_ns) {
+  const std::uint64_t start = globaltimer_ns();
+  std::uint32_t backoff = 32u < backoff_cap_ns ? 32u : backoff_cap_ns;
+  while (true) {
+    const std::uint32_t seen = load_acquire_sys(flag);
+    if (seen == epoch) return true;
+    if (*static_cast<volatile std::uint32_t*>(error_words) != 0u) return false;
+    if (globaltimer_ns() - start > timeout_ns) {
+      if (atomicCAS(error_words, 0u, static_cast<std::uint32_t>(index) + 1u) == 0u) {
+        atomicExch(error_words + 1, seen);
+        atomicExch(error_words + 2, epoch);
+      }
+      return false;
+    }
+    __nanosleep(backoff);
+    backoff = backoff * 2u < backoff_cap_ns ? backoff * 2u : backoff_cap_ns;
+  }
+}
+
 // Element-wise over rows * cols (every input is dense, ld = cols): each
 // thread sums its elements over the partials in the fixed order, in fp32,
 // and rounds once.
@@ -114,21 +140,7 @@ __global__ void wait_flags_kernel(const std::uint32_t* flags, int first, int cou
                                   int rest_end) {
   if (threadIdx.x != 0) return;
   for (int i = first; i < count; ++i) {
-    const std::uint64_t start = globaltimer_ns();
-    std::uint32_t backoff = 32;
-    while (true) {
-      const std::uint32_t seen = load_acquire_sys(flags + i);
-      if (seen == epoch) break;
-      if (globaltimer_ns() - start > timeout_ns) {
-        if (atomicCAS(error_words, 0u, static_cast<std::uint32_t>(i) + 1u) == 0u) {
-          atomicExch(error_words + 1, seen);
-          atomicExch(error_words + 2, epoch);
-        }
-        return;
-      }
-      __nanosleep(backoff);
-      backoff = backoff < 1024u ? backoff * 2u : 1024u;
-    }
+    if (!wait_flag(flags + i, epoch, timeout_ns, error_words, i, 1024u)) return;
   }
   if (rest_landed != nullptr) {
     std::uint32_t landed = 1u;
@@ -144,22 +156,8 @@ __global__ void link_model_kernel(LinkModelArgs args) {
   bool failed = false;
   std::uint64_t link_free = 0;  // when the link has carried the previous slot
   for (int i = 0; i < args.steps; ++i) {
-    if (!failed) {
-      const std::uint32_t* computed = args.computed + args.owners[i];
-      const std::uint64_t start = globaltimer_ns();
-      std::uint32_t seen = 0;
-      while ((seen = load_acquire_sys(computed)) != args.epoch) {
-        if (globaltimer_ns() - start > args.timeout_ns) {
-          if (atomicCAS(args.error_words, 0u, static_cast<std::uint32_t>(i) + 1u) == 0u) {
-            atomicExch(args.error_words + 1, seen);
-            atomicExch(args.error_words + 2, args.epoch);
-          }
-          failed = true;
-          break;
-        }
-        __nanosleep(64);
-      }
-    }
+    failed = failed || !wait_flag(args.computed + args.owners[i], args.epoch, args.timeout_ns,
+                                  args.error_words, i, 64u);
     if (!failed) {
       const std::uint64_t now = globaltimer_ns();
       link_free = (now > link_free ? now : link_free) + args.transfer_ns;
@@ -200,10 +198,9 @@ rt::Status enqueue_reduce_partials(const ReduceArgs& args, rt::StreamHandle stre
   return rt::kInvalidValue;
 }
 
-rt::Status enqueue_wait_flags(const std::uint32_t* flags, int first, int count,
-                              std::uint32_t epoch, std::uint64_t timeout_ns,
-                              std::uint32_t* error_words, rt::StreamHandle stream,
-                              std::uint32_t* rest_landed, int rest_end) {
+rt::Status enqueue_wait_flags(const std::uint32_t* flags, int first, int count, std::uint32_t epoch,
+                              std::uint64_t timeout_ns, std::uint32_t* error_words,
+                              rt::StreamHandle stream, std::uint32_t* rest_landed, int rest_end) {
   if (count <= first && rest_landed == nullptr) return rt::kSuccess;
   wait_flags_kernel<<<1, 32, 0, stream>>>(flags, first, count, epoch, timeout_ns, error_words,
                                           rest_landed, rest_end);

@@ -62,7 +62,8 @@ inline ReduceArgs reduction_pass(const ReduceArgs& all, int first, int end, floa
 // One block: waits for flags[i] == epoch, i = first .. count - 1 in order
 // (each at most timeout_ns), with system-scope acquire loads. On a timeout
 // it writes error_words [0] = 1 + i, [1] = the flag seen, [2] = epoch (first
-// failure wins) and returns. One block keeps the SMs free for the peers'
+// failure wins) and returns, as it does at once when another wait of the call
+// (the arrival model's) has failed already. One block keeps the SMs free for the peers'
 // GEMMs that the partials come from. With rest_landed, once the wait is
 // over it also records whether flags [count, rest_end) hold the epoch
 // already (1) or not (0): ReduceArgs::all_landed.
