@@ -39,8 +39,7 @@ void LoopbackComm::prepare_rs_workspace(const CheckedCall& checked) {
   const bool pcie = group_.config.link == loopback::Link::pcie;
   if (checked.capturing && (res_.partial.size() < partial || res_.slots.size() < slots ||
                             res_.slot_flags.size() < flags || res_.reduce_sum.size() < sum ||
-                            res_.reduce_verdict.size() < sizeof(std::uint32_t) ||
-                            !gemms_ready ||
+                            res_.reduce_verdict.size() < sizeof(std::uint32_t) || !gemms_ready ||
                             (pcie && !link_ready(Link::pcie, partial, res_)))) {
     fail_argument("options.stream",
                   "is capturing a graph, but this call would first have to allocate its "

@@ -54,6 +54,11 @@ __device__ __forceinline__ std::uint64_t globaltimer_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+
+template <class Kernel>
+rt::Status occupancy_blocks_per_sm(int* blocks, Kernel kernel, int threads) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, threads, 0);
+}
 #endif
 
 // The bounded wait every kernel here shares: polls *flag (a system-scope
@@ -83,46 +88,40 @@ __device__ bool wait_flag(const std::uint32_t* flag, std::uint32_t epoch, std::u
 }
 
 // Element-wise over rows * cols (every input is dense, ld = cols): each
-// thread sums its elements over the partials in the fixed order, in fp32,
-// and rounds once.
-template <class T>
-__global__ void reduce_kernel(ReduceArgs args) {
-  if (args.error_words != nullptr && *args.error_words != 0u) return;
-  int slot_end = args.slot_count;
-  float* sum_out = args.sum_out;
-  if (args.all_landed != nullptr && *args.all_landed != 0u) {
-    if (args.first_slot > 0) return;  // the first pass took every slot
-    slot_end = args.every_slot;
-    sum_out = nullptr;
-  }
+// thread adds slots [first, end) to its elements' fp32 sum, in order,
+// starting from own (sum_in null) or from sum_in, and stores the sum into
+// sum_out, or rounded into out where sum_out is null.
+template <class T, int PerThread = kPerThread>
+__device__ void add_slots(const ReduceArgs& args, int first, int end, const float* sum_in,
+                          float* sum_out) {
   const std::int64_t total = args.rows * args.cols;
   const T* own = static_cast<const T*>(args.own);
   const T* slots = static_cast<const T*>(args.slots);
   T* out = static_cast<T*>(args.out);
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x * kPerThread;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x * PerThread;
   for (std::int64_t base =
-           (static_cast<std::int64_t>(blockIdx.x) * blockDim.x) * kPerThread + threadIdx.x;
+           (static_cast<std::int64_t>(blockIdx.x) * blockDim.x) * PerThread + threadIdx.x;
        base < total; base += stride) {
-    float acc[kPerThread];
+    float acc[PerThread];
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
+    for (int j = 0; j < PerThread; ++j) {
       const std::int64_t i = base + static_cast<std::int64_t>(j) * blockDim.x;
       if (i >= total) {
         acc[j] = 0.f;
       } else {
-        acc[j] = args.first_slot > 0 ? args.sum_in[i] : widen(own[i]);
+        acc[j] = sum_in != nullptr ? sum_in[i] : widen(own[i]);
       }
     }
-    for (int s = args.first_slot; s < slot_end; ++s) {
+    for (int s = first; s < end; ++s) {
       const T* slot = slots + static_cast<std::int64_t>(s) * total;
 #pragma unroll
-      for (int j = 0; j < kPerThread; ++j) {
+      for (int j = 0; j < PerThread; ++j) {
         const std::int64_t i = base + static_cast<std::int64_t>(j) * blockDim.x;
         if (i < total) acc[j] += widen(slot[i]);
       }
     }
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
+    for (int j = 0; j < PerThread; ++j) {
       const std::int64_t i = base + static_cast<std::int64_t>(j) * blockDim.x;
       if (i >= total) continue;
       if (sum_out != nullptr) {
@@ -132,6 +131,48 @@ __global__ void reduce_kernel(ReduceArgs args) {
       }
     }
   }
+}
+
+template <class T>
+__global__ void reduce_kernel(ReduceArgs args) {
+  if (args.error_words != nullptr && *args.error_words != 0u) return;
+  if (args.all_landed != nullptr && *args.all_landed == 0u) return;
+  add_slots<T>(args, 0, args.slot_count, nullptr, nullptr);
+}
+
+// Thread 0 waits for slot `first` and extends the run over every later slot
+// that has landed; the block learns the run's end (-1: the wait failed).
+// Thread 0's acquire loads and the barrier order every thread's reads of
+// the run's slots after the writes their flags announce.
+__device__ int landed_run_end(const ReduceArgs& args, const SlotFlags& land, int first) {
+  __shared__ int run_end;
+  if (threadIdx.x == 0) {
+    int end = -1;
+    if (wait_flag(land.flags + first, land.epoch, land.timeout_ns, args.error_words, first,
+                  1024u)) {
+      end = first + 1;
+      while (end < args.slot_count && load_acquire_sys(land.flags + end) == land.epoch) ++end;
+    }
+    run_end = end;
+  }
+  __syncthreads();
+  const int end = run_end;
+  __syncthreads();  // every thread has it before thread 0 writes the next
+  return end;
+}
+
+template <class T>
+__global__ void reduce_as_landed_kernel(ReduceArgs args, SlotFlags land, float* sum) {
+  if (*static_cast<volatile std::uint32_t*>(args.error_words) != 0u) return;
+  if (args.all_landed != nullptr && *args.all_landed != 0u) return;
+  int first = 0;
+  do {
+    const int end = first < args.slot_count ? landed_run_end(args, land, first) : 0;
+    if (end < 0) return;
+    const bool last = end >= args.slot_count;
+    add_slots<T>(args, first, end, first > 0 ? sum : nullptr, last ? nullptr : sum);
+    first = end;
+  } while (first < args.slot_count);
 }
 
 __global__ void wait_flags_kernel(const std::uint32_t* flags, int first, int count,
@@ -172,15 +213,38 @@ __global__ void delay_kernel(std::uint64_t ns) {
   while (globaltimer_ns() - start < ns) __nanosleep(256);
 }
 
+std::int64_t blocks_to_cover(const ReduceArgs& args, int per_thread) {
+  const std::int64_t per_block = static_cast<std::int64_t>(kThreads) * per_thread;
+  return (args.rows * args.cols + per_block - 1) / per_block;
+}
+
 template <class T>
 rt::Status launch_reduce(const ReduceArgs& args, rt::StreamHandle stream) {
-  const std::int64_t total = args.rows * args.cols;
-  const std::int64_t per_block = static_cast<std::int64_t>(kThreads) * kPerThread;
   // Enough blocks to cover the device several times over; the grid-stride
   // loop takes the rest.
-  const std::int64_t blocks = std::min<std::int64_t>((total + per_block - 1) / per_block, 4096);
+  const std::int64_t blocks = std::min<std::int64_t>(blocks_to_cover(args, kPerThread), 4096);
   if (blocks == 0) return rt::kSuccess;
   reduce_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+  return rt::last_error();
+}
+
+// As many blocks as the device holds at once: a block that waits for a slot
+// must not keep another of its grid from starting.
+template <class T>
+rt::Status launch_reduce_as_landed(const ReduceArgs& args, const SlotFlags& land, float* sum,
+                                   rt::StreamHandle stream) {
+  int device = 0, sms = 0, per_sm = 0;
+  if (const rt::Status e = rt::get_device(&device); e != rt::kSuccess) return e;
+  if (const rt::Status e = rt::sm_count(device, &sms); e != rt::kSuccess) return e;
+  if (const rt::Status e = occupancy_blocks_per_sm(&per_sm, reduce_as_landed_kernel<T>, kThreads);
+      e != rt::kSuccess) {
+    return e;
+  }
+  const std::int64_t resident = static_cast<std::int64_t>(sms) * std::max(per_sm, 1);
+  const std::int64_t blocks = std::min(blocks_to_cover(args, kPerThread), resident);
+  if (blocks == 0) return rt::kSuccess;
+  reduce_as_landed_kernel<T>
+      <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args, land, sum);
   return rt::last_error();
 }
 
@@ -194,6 +258,23 @@ rt::Status enqueue_reduce_partials(const ReduceArgs& args, rt::StreamHandle stre
       return launch_reduce<__half>(args, stream);
     case DType::fp32:
       return launch_reduce<float>(args, stream);
+  }
+  return rt::kInvalidValue;
+}
+
+rt::Status enqueue_reduce_as_slots_land(const ReduceArgs& args, const SlotFlags& land, float* sum,
+                                        rt::StreamHandle stream) {
+  if (args.error_words == nullptr || (args.slot_count > 0 && land.flags == nullptr) ||
+      (args.slot_count > 1 && sum == nullptr)) {
+    return rt::kInvalidValue;
+  }
+  switch (args.dtype) {
+    case DType::bf16:
+      return launch_reduce_as_landed<__nv_bfloat16>(args, land, sum, stream);
+    case DType::fp16:
+      return launch_reduce_as_landed<__half>(args, land, sum, stream);
+    case DType::fp32:
+      return launch_reduce_as_landed<float>(args, land, sum, stream);
   }
   return rt::kInvalidValue;
 }

@@ -19,13 +19,6 @@ namespace asynctp::gpu {
 // rows x cols row-major in `dtype`: the CPU backend's summation order, so
 // the two backends round alike. Writes nothing when *error_words != 0 (a
 // wait of this call timed out: its output is reported, not produced).
-//
-// The sum may be taken in passes, each over a range of the slots, with the
-// unrounded fp32 sum handed from one pass to the next (sum_out, then sum_in):
-// every element is then added in the same order and rounded once, so the
-// result is bitwise that of one pass. A pass starts from own (first_slot 0)
-// or from sum_in (first_slot > 0), adds slots [first_slot, slot_count), and
-// writes the rounded sum to out or, when sum_out is set, the fp32 sum there.
 struct ReduceArgs {
   DType dtype = DType::bf16;
   std::int64_t rows = 0;
@@ -34,43 +27,54 @@ struct ReduceArgs {
   const void* slots = nullptr;  // slot_count blocks of rows x cols, back to back
   int slot_count = 0;
   void* out = nullptr;
-  const std::uint32_t* error_words = nullptr;  // may be null: never skip
-  int first_slot = 0;
-  const float* sum_in = nullptr;  // first_slot > 0: the earlier passes' sum
-  float* sum_out = nullptr;       // not the last pass: this pass's sum
-  // Where set, the passes follow the verdict of the wait before the first
-  // (enqueue_wait_flags' rest_landed): when every slot had landed by then,
-  // the first pass adds all `every_slot` slots and rounds into out (one
-  // pass: no fp32 sum written and read back) and a later pass does nothing.
+  std::uint32_t* error_words = nullptr;  // may be null (not with SlotFlags): never skip
+  // Where set, the verdict of the wait before the kernels (enqueue_wait_flags'
+  // rest_landed: 1 where every slot had landed by then): the one pass runs
+  // only where it is 1, the reduction as the slots land only where it is 0,
+  // so that the two, enqueued one after the other, do the work once: the one
+  // pass streams HBM faster where nothing is left to wait for.
   const std::uint32_t* all_landed = nullptr;
-  int every_slot = 0;
 };
 rt::Status enqueue_reduce_partials(const ReduceArgs& args, rt::StreamHandle stream);
 
-// The pass over slots [first, end) of the sum `all` describes (its
-// slot_count is every slot), with the fp32 sum between passes in `sum`.
-inline ReduceArgs reduction_pass(const ReduceArgs& all, int first, int end, float* sum) {
-  ReduceArgs pass = all;
-  pass.first_slot = first;
-  pass.slot_count = end;
-  pass.sum_in = first > 0 ? sum : nullptr;
-  pass.sum_out = end < all.slot_count ? sum : nullptr;
-  pass.every_slot = all.slot_count;
-  return pass;
-}
+// Where the slots' flags are: slot i has landed once flags[i] == epoch.
+struct SlotFlags {
+  const std::uint32_t* flags = nullptr;
+  std::uint32_t epoch = 0;
+  std::uint64_t timeout_ns = 0;  // per slot
+};
+
+// The same sum, taken as the slots land: one kernel, a grid the device
+// holds at once, whose blocks add the slots in order, each run of landed
+// slots as soon as its first one has: thread 0 waits for the next slot's
+// flag (the bounded wait of every kernel here; on a timeout the error words
+// name the slot, as enqueue_wait_flags writes them) and takes every later
+// slot that has landed too; the block adds them to its elements' fp32 sum
+// (kept in `sum`, rows x cols fp32, between runs) and rounds into out after
+// the last. Each element is summed in the same order and rounded once
+// whatever the runs, so the result is bitwise that of one pass; after the
+// last arrival only the last run is left (where the link is slower than the
+// reduction, one slot: 10 of the one pass's 18 bytes per element at W = 8,
+// bf16). out is written only by a block that has every slot, so a call
+// whose wait timed out leaves it as it was. `sum` may be null where
+// slot_count < 2. Its blocks hold their SMs while they wait: only for slots
+// that nothing needing an SM has yet to release (copies; a link model
+// already running).
+rt::Status enqueue_reduce_as_slots_land(const ReduceArgs& args, const SlotFlags& land, float* sum,
+                                        rt::StreamHandle stream);
 
 // One block: waits for flags[i] == epoch, i = first .. count - 1 in order
 // (each at most timeout_ns), with system-scope acquire loads. On a timeout
 // it writes error_words [0] = 1 + i, [1] = the flag seen, [2] = epoch (first
 // failure wins) and returns, as it does at once when another wait of the call
-// (the arrival model's) has failed already. One block keeps the SMs free for the peers'
-// GEMMs that the partials come from. With rest_landed, once the wait is
-// over it also records whether flags [count, rest_end) hold the epoch
-// already (1) or not (0): ReduceArgs::all_landed.
-rt::Status enqueue_wait_flags(const std::uint32_t* flags, int first, int count,
-                              std::uint32_t epoch, std::uint64_t timeout_ns,
-                              std::uint32_t* error_words, rt::StreamHandle stream,
-                              std::uint32_t* rest_landed = nullptr, int rest_end = 0);
+// (the arrival model's) has failed already. One block keeps the SMs free
+// for the work that sets the flags. With rest_landed, once the wait is over
+// it also records whether flags [count, rest_end) hold the epoch already (1)
+// or not (0): ReduceArgs::all_landed.
+rt::Status enqueue_wait_flags(const std::uint32_t* flags, int first, int count, std::uint32_t epoch,
+                              std::uint64_t timeout_ns, std::uint32_t* error_words,
+                              rt::StreamHandle stream, std::uint32_t* rest_landed = nullptr,
+                              int rest_end = 0);
 
 // The arrival link's model for one call's W - 1 shipments into this rank:
 // slot i is released (slot_flags[i] = epoch, a system-scope release store)
@@ -84,7 +88,7 @@ rt::Status enqueue_wait_flags(const std::uint32_t* flags, int first, int count,
 // enqueue_wait_flags does (slot i) and releases every remaining slot at once,
 // so nothing behind the model waits forever and the reduction writes nothing.
 struct LinkModelArgs {
-  static constexpr int kMaxSteps = 63;  // the loopback group's 64 ranks
+  static constexpr int kMaxSteps = 63;      // the loopback group's 64 ranks
   const std::uint32_t* computed = nullptr;  // per chunk of this rank's partial
   int owners[kMaxSteps] = {};               // the chunk slot i stands for
   int steps = 0;

@@ -37,10 +37,10 @@ struct RankResources {
   bool call_end_recorded = false;
   std::vector<std::unique_ptr<Event>> staged;   // per signal piece: in the bounce buffer
   std::vector<std::unique_ptr<Event>> arrived;  // per chunk: in gathered, signalled
-  DeviceMemory flags;        // a flag per signal piece of every chunk (epoch protocol)
+  DeviceMemory flags;              // a flag per signal piece of every chunk (epoch protocol)
   core::FlagResetRule flag_reset;  // when epoch-fresh flags need zeroing (every op's epochs)
-  DeviceMemory error_words;  // 3 words the native kernel's gate fills on a timeout
-  DeviceMemory gathered;     // used when the caller wants no gathered A back
+  DeviceMemory error_words;        // 3 words the native kernel's gate fills on a timeout
+  DeviceMemory gathered;           // used when the caller wants no gathered A back
   PinnedMemory bounce;
   // fused_matmul_reduce_scatter (gpu/reduce_scatter_enqueue.hpp): this
   // rank's partial product, its W - 1 receive slots and their flags (epoch
@@ -50,8 +50,8 @@ struct RankResources {
   DeviceMemory partial;
   DeviceMemory slots;
   DeviceMemory slot_flags;
-  DeviceMemory reduce_sum;      // m x n fp32: the reduction's first pass (ReduceArgs)
-  DeviceMemory reduce_verdict;  // 1 word: every slot landed before the first pass
+  DeviceMemory reduce_sum;      // m x n fp32: the reduction's sum between runs of slots
+  DeviceMemory reduce_verdict;  // 1 word: every slot landed by the reduction's first wait
   std::vector<std::unique_ptr<Event>> computed;  // per chunk
   Event reduced;
   std::unique_ptr<ArrivalClock> clock;
@@ -59,9 +59,7 @@ struct RankResources {
   DeviceTrace trace;
 
   // Signal piece `piece`'s flag (chunk c's piece j is c * pieces + j).
-  std::uint32_t* flag(int piece) const {
-    return static_cast<std::uint32_t*>(flags.get()) + piece;
-  }
+  std::uint32_t* flag(int piece) const { return static_cast<std::uint32_t*>(flags.get()) + piece; }
   // A call's bounds on its stream: it starts after this rank's previous
   // call (whose workspace, flags and clock it reuses) and records where it
   // ends. Inside a capture stream order is the caller's, and waiting on an

@@ -1,5 +1,6 @@
 #include "gpu/reduce_scatter_enqueue.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -128,9 +129,8 @@ void ship_over_pcie(const ReduceScatterSpec& call, RankResources& res) {
     wait_computed(call, res, res.copy_out.get(), owner);
     res.trace.span(res.copy_out.get(), core::DeviceLane::copy_out,
                    {"copy", "to pinned host: partial", owner}, [&] {
-                     copy_rows(staged_at, source, bytes, call.row_bytes(),
-                               rt::Copy::device_to_host, res.copy_out.get(),
-                               "copy (partial chunk to pinned host)");
+                     copy_rows(staged_at, source, bytes, call.row_bytes(), rt::Copy::device_to_host,
+                               res.copy_out.get(), "copy (partial chunk to pinned host)");
                    });
     record(staged, res.copy_out.get(), "event record (staged)");
     wait(res.copy_in.get(), staged, "stream wait (staged)");
@@ -218,8 +218,8 @@ void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, Rank
   // The arrival model's flags (chunk computed, slot released) are fresh by
   // their epoch, except where a graph replays the one it captured, or once
   // the epochs have wrapped. The native grid's tile counters count from 0.
-  const bool stale = call.link == Link::arrival &&
-                     res.flag_reset.reset_before(call.epoch, call.capturing);
+  const bool stale =
+      call.link == Link::arrival && res.flag_reset.reset_before(call.epoch, call.capturing);
   if (native(call) || stale) reset_native_signals(res, call.problem.world_size, s);
   if (stale) {
     const auto slots = static_cast<std::size_t>(call.problem.world_size - 1);
@@ -240,11 +240,17 @@ void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, Rank
   }
 }
 
-// The reduction, where two or more slots arrive, in two passes (ReduceArgs):
-// the own chunk and every slot but the last into an fp32 sum once those
-// have landed, while the last partial is still on the link; then the last
-// slot into `out`. Only the second pass (at W = 8 a third of the one pass's
-// bytes) is left after the last arrival. Bitwise the one pass's result.
+// The reduction keeps up with the arrivals: where a slot is still on the
+// link once slot 0 has landed, one kernel whose blocks add each run of
+// landed slots as soon as it lands (enqueue_reduce_as_slots_land), so that
+// after the last arrival only the last run is left; where every slot has
+// landed by then, the one pass, which streams HBM faster. The wait for slot
+// 0 says which (ReduceArgs::all_landed), and both kernels are enqueued, the
+// one not chosen returning at once. The reduction starts once every chunk of
+// this rank's partial is computed (no GEMM is still to need an SM its
+// waiting blocks hold) and slot 0 has landed behind a one-block wait (so
+// the arrival model's thread, which released it, is running). Bitwise the
+// same result either way.
 void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
   const rt::StreamHandle s = call.stream;
   const rt::StreamHandle r = res.compute.get();
@@ -252,22 +258,22 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
   const int rank = call.problem.rank;
   const int slots = world - 1;
   auto* error_words = static_cast<std::uint32_t*>(res.error_words.get());
-  const std::vector<int> pass_ends = reduction_pass_ends(world);
-  // Whether every slot had landed when the first pass's wait ended (then
-  // the passes take the sum in one: ReduceArgs::all_landed).
-  auto* all_landed =
-      pass_ends.size() > 1 ? static_cast<std::uint32_t*>(res.reduce_verdict.get()) : nullptr;
-  // `r` waits until slots [first, end) have landed (their flags written by
-  // the copies, or released by the arrival link's model).
-  const auto wait_slots = [&](int first, int end) {
-    res.trace.span(r, core::DeviceLane::compute, {"wait", "wait for the peers' partials"}, [&] {
-      check(enqueue_wait_flags(call.mine.flags, first, end, call.epoch,
-                               static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u,
-                               error_words, r, first == 0 ? all_landed : nullptr, slots),
-            "launch (wait for the peers' partials)");
-    });
-  };
-  wait(r, computed(res, rank), "stream wait (own chunk computed)");
+  SlotFlags land;
+  land.flags = call.mine.flags;
+  land.epoch = call.epoch;
+  land.timeout_ns = static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u;
+  if (native(call)) {
+    wait(r, computed(res, rank), "stream wait (partial computed)");
+  } else {
+    for (int c = 0; c < world; ++c) wait(r, computed(res, c), "stream wait (partial computed)");
+  }
+  // With one slot, its wait leaves nothing to land.
+  auto* all_landed = slots > 1 ? static_cast<std::uint32_t*>(res.reduce_verdict.get()) : nullptr;
+  res.trace.span(r, core::DeviceLane::compute, {"wait", "wait for the peers' partials"}, [&] {
+    check(enqueue_wait_flags(land.flags, 0, std::min(slots, 1), land.epoch, land.timeout_ns,
+                             error_words, r, all_landed, slots),
+          "launch (wait for the first partial)");
+  });
   ReduceArgs args;
   args.dtype = call.problem.dtype;
   args.rows = call.problem.m;
@@ -278,15 +284,16 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
   args.out = call.out.data;
   args.error_words = error_words;
   args.all_landed = all_landed;
-  auto* sum = static_cast<float*>(res.reduce_sum.get());
-  int first = 0;
-  for (const int end : pass_ends) {
-    wait_slots(first, end);
-    const ReduceArgs pass = reduction_pass(args, first, end, sum);
-    res.trace.span(r, core::DeviceLane::compute,
-                   {"reduce", end < slots ? "reduce the partials into the sum" : "reduce the partials"},
-                   [&] { check(enqueue_reduce_partials(pass, r), "launch (reduction of the partials)"); });
-    first = end;
+  res.trace.span(r, core::DeviceLane::compute, {"reduce", "reduce the partials"}, [&] {
+    check(enqueue_reduce_partials(args, r), "launch (reduction of the partials)");
+  });
+  if (all_landed != nullptr) {
+    res.trace.span(r, core::DeviceLane::compute, {"reduce", "reduce the partials as they land"},
+                   [&] {
+                     check(enqueue_reduce_as_slots_land(
+                               args, land, static_cast<float*>(res.reduce_sum.get()), r),
+                           "launch (reduction of the partials as they land)");
+                   });
   }
   if (!call.capturing) record(res.reduced.get(), r, "event record (reduced)");
 

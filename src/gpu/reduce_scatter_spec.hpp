@@ -80,19 +80,10 @@ inline std::size_t slots_bytes(const core::ProblemDesc& p) {
   return static_cast<std::size_t>(p.world_size - 1) * static_cast<std::size_t>(p.m * p.n) *
          element_size(p.dtype);
 }
-// Where each of the loopback reduction's passes ends, in slots
-// (ReduceArgs): from two slots (W >= 3) on, own and every slot but the last,
-// then the last; otherwise one pass.
-inline std::vector<int> reduction_pass_ends(int world_size) {
-  const int slots = world_size - 1;
-  if (slots < 2) return {slots};
-  return {slots - 1, slots};
-}
-// The reduction's fp32 sum between its passes, where it has more than one.
+// The loopback reduction's fp32 sum between runs of slots, where it adds
+// two or more (enqueue_reduce_as_slots_land).
 inline std::size_t reduce_sum_bytes(const core::ProblemDesc& p) {
-  return reduction_pass_ends(p.world_size).size() > 1
-             ? static_cast<std::size_t>(p.m * p.n) * sizeof(float)
-             : 0;
+  return p.world_size > 2 ? static_cast<std::size_t>(p.m * p.n) * sizeof(float) : 0;
 }
 
 }  // namespace asynctp::gpu

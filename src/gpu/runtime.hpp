@@ -77,6 +77,15 @@ inline void clear_last_error() { (void)ASYNCTP_RT(GetLastError)(); }
 inline Status last_error() { return ASYNCTP_RT(GetLastError)(); }
 inline Status set_device(int device) { return ASYNCTP_RT(SetDevice)(device); }
 inline Status device_count(int* count) { return ASYNCTP_RT(GetDeviceCount)(count); }
+inline Status get_device(int* device) { return ASYNCTP_RT(GetDevice)(device); }
+// Streaming multiprocessors (CUDA) or compute units (HIP).
+inline Status sm_count(int device, int* count) {
+#if defined(ASYNCTP_GPU_HIP)
+  return hipDeviceGetAttribute(count, hipDeviceAttributeMultiprocessorCount, device);
+#else
+  return cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device);
+#endif
+}
 inline Status device_synchronize() { return ASYNCTP_RT(DeviceSynchronize)(); }
 inline Status mem_get_info(std::size_t* free, std::size_t* total) {
   return ASYNCTP_RT(MemGetInfo)(free, total);

@@ -53,4 +53,10 @@ __device__ __forceinline__ std::uint64_t globaltimer_ns() {
 // length only says that the caller is waiting.
 __device__ __forceinline__ void __nanosleep(unsigned) { __builtin_amdgcn_s_sleep(16); }
 
+// How many blocks of `kernel` a compute unit holds at once.
+template <class Kernel>
+hipError_t occupancy_blocks_per_sm(int* blocks, Kernel kernel, int threads) {
+  return hipOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, threads, 0);
+}
+
 }  // namespace asynctp::gpu

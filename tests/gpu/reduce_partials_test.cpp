@@ -1,19 +1,23 @@
 // The reduce-scatter's reduction kernel (gpu/partial_kernels.hpp), alone:
 //
-//   ReducePartials.SplitPassesMatchOnePassBitwise
+//   ReducePartials.AsTheSlotsLandMatchesOnePassBitwise
 //       bf16, fp16 and fp32, W = 2, 3, 5 and 8, a shape off every block
-//       size: one pass, and the same sum split into two passes at every slot
-//       (the fp32 sum handed over in between) and into one pass per slot.
-//       Every split is bitwise the one pass; the one pass is within the
-//       bound of one fp32 sum of W terms rounded once of the float64 sum;
-//       every element of out is written (out poisoned with NaN first).
+//       size: the one pass is within the bound of one fp32 sum of W terms
+//       rounded once of the float64 sum, every element of out written (out
+//       poisoned with NaN first); the reduction as the slots land, with every
+//       slot landed at the launch, none (each landing from the host while
+//       the kernel waits, which it must still be doing), and half, is
+//       bitwise the one pass.
 //   ReducePartials.ATimedOutCallWritesNothing
-//       error word set: neither a first pass nor a last pass writes.
-//   ReducePartials.TheWaitsVerdictTakesOnePassWhereEverySlotLanded
-//       W = 5, the first pass's wait over slots 0..2: with slot 3's flag
-//       already set its verdict is 1, the first pass writes out (bitwise
-//       the one pass) and never the fp32 sum, the last pass nothing; with
-//       slot 3's flag stale the verdict is 0 and the two passes run.
+//       error word set before the launch: neither kernel writes out or the
+//       fp32 sum.
+//   ReducePartials.TheWaitsVerdictPicksOneOfTheTwoKernels
+//       verdict 1: the one pass writes out, the other kernel returns before
+//       any wait; verdict 0: the one pass writes nothing, the other sums.
+//   ReducePartials.ASlotThatNeverLandsTimesOutNamingIt
+//       W = 5, slot 2 never lands: the error words name it, the flag seen
+//       and the epoch, and out is left as it was.
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -82,34 +86,69 @@ gpu::ReduceArgs base_args(const Partials& p) {
   return args;
 }
 
-// The sum in passes that end after the slots in `ends` (ascending, the last
-// = W - 1), into out, poisoned first; returns out's bytes.
-// all_landed: the wait's verdict word (ReduceArgs::all_landed), or null.
-void reduce_in_passes(const Partials& p, const std::vector<int>& ends,
-                      std::vector<unsigned char>* out,
-                      const std::uint32_t* all_landed = nullptr) {
-  CUDA_ASSERT(cudaMemset(p.d_out.p, 0xFF, p.chunk_bytes()));  // NaN in every dtype
-  gpu::ReduceArgs all = base_args(p);
-  all.slot_count = p.world - 1;
-  all.all_landed = all_landed;
-  int first = 0;
-  for (const int end : ends) {
-    CUDA_ASSERT(gpu::enqueue_reduce_partials(
-        gpu::reduction_pass(all, first, end, p.d_sum.as<float>()), nullptr));
-    first = end;
-  }
-  CUDA_ASSERT(cudaDeviceSynchronize());
+void download_out(const Partials& p, std::vector<unsigned char>* out) {
   out->assign(p.chunk_bytes(), 0);
   CUDA_ASSERT(cudaMemcpy(out->data(), p.d_out.p, p.chunk_bytes(), cudaMemcpyDeviceToHost));
 }
 
-std::string label(const std::vector<int>& ends) {
-  std::string s = "passes ending after slots";
-  for (int e : ends) s.append(" ").append(std::to_string(e));
-  return s;
+// The one pass into out, poisoned first; returns out's bytes.
+void reduce_once(const Partials& p, std::vector<unsigned char>* out) {
+  CUDA_ASSERT(cudaMemset(p.d_out.p, 0xFF, p.chunk_bytes()));  // NaN in every dtype
+  gpu::ReduceArgs args = base_args(p);
+  args.slot_count = p.world - 1;
+  CUDA_ASSERT(gpu::enqueue_reduce_partials(args, nullptr));
+  CUDA_ASSERT(cudaDeviceSynchronize());
+  ASSERT_NO_FATAL_FAILURE(download_out(p, out));
 }
 
-TEST(ReducePartials, SplitPassesMatchOnePassBitwise) {
+// Slot flags the host writes while a kernel waits on them (mapped memory).
+struct HostFlags {
+  asynctp_test::gpu::PinnedBuffer buffer;
+  volatile std::uint32_t* words = nullptr;
+};
+
+void make_host_flags(HostFlags* flags, int count) {
+  CUDA_ASSERT(flags->buffer.alloc(
+      static_cast<std::size_t>(std::max(count, 1)) * sizeof(std::uint32_t), cudaHostAllocMapped));
+  flags->words = static_cast<volatile std::uint32_t*>(flags->buffer.p);
+}
+
+// The reduction as the slots land, on a stream of its own: slots [0,
+// landed_before) have landed at the launch, each later one lands `gap_ms`
+// after the one before, from the host, while the kernel waits. Returns out's
+// bytes (poisoned first) and the error words.
+void reduce_as_landed(const Partials& p, int landed_before, int gap_ms,
+                      std::vector<unsigned char>* out, std::uint32_t error[3],
+                      std::uint64_t timeout_ns = 10'000'000'000u, int never_lands = -1) {
+  constexpr std::uint32_t kEpoch = 77;
+  const int slots = p.world - 1;
+  HostFlags flags;
+  ASSERT_NO_FATAL_FAILURE(make_host_flags(&flags, slots));
+  for (int i = 0; i < slots; ++i) flags.words[i] = i < landed_before ? kEpoch : kEpoch - 1;
+  CUDA_ASSERT(cudaMemset(p.d_out.p, 0xFF, p.chunk_bytes()));
+  CUDA_ASSERT(cudaMemset(p.d_err.p, 0, 3 * sizeof(std::uint32_t)));
+  cudaStream_t stream = nullptr;
+  CUDA_ASSERT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  gpu::ReduceArgs args = base_args(p);
+  args.slot_count = slots;
+  gpu::SlotFlags land;
+  land.flags = static_cast<const std::uint32_t*>(flags.buffer.p);
+  land.epoch = kEpoch;
+  land.timeout_ns = timeout_ns;
+  CUDA_ASSERT(gpu::enqueue_reduce_as_slots_land(args, land, p.d_sum.as<float>(), stream));
+  for (int i = landed_before; i < slots; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
+    if (i == never_lands) break;
+    EXPECT_EQ(cudaErrorNotReady, cudaStreamQuery(stream)) << "done before slot " << i << " landed";
+    flags.words[i] = kEpoch;
+  }
+  CUDA_ASSERT(cudaStreamSynchronize(stream));
+  CUDA_ASSERT(cudaStreamDestroy(stream));
+  CUDA_ASSERT(cudaMemcpy(error, p.d_err.p, 3 * sizeof(std::uint32_t), cudaMemcpyDeviceToHost));
+  ASSERT_NO_FATAL_FAILURE(download_out(p, out));
+}
+
+TEST(ReducePartials, AsTheSlotsLandMatchesOnePassBitwise) {
   ASYNCTP_REQUIRE_SM90();
   const asynctp_test::Seed seed;
   SCOPED_TRACE(seed.note());
@@ -128,7 +167,7 @@ TEST(ReducePartials, SplitPassesMatchOnePassBitwise) {
       ASSERT_NO_FATAL_FAILURE(upload(p, rng));
       const int slots = world - 1;
       std::vector<unsigned char> one;
-      ASSERT_NO_FATAL_FAILURE(reduce_in_passes(p, {slots}, &one));
+      ASSERT_NO_FATAL_FAILURE(reduce_once(p, &one));
 
       // Against float64: one fp32 sum of W terms, rounded once.
       HostTensor out(dtype, p.rows, p.cols);
@@ -158,15 +197,15 @@ TEST(ReducePartials, SplitPassesMatchOnePassBitwise) {
       EXPECT_EQ(0, unwritten) << "elements left NaN (poison)";
       EXPECT_EQ(0, outside) << "elements outside the bound of one rounded fp32 sum";
 
-      std::vector<std::vector<int>> splits;
-      for (int k = 1; k < slots; ++k) splits.push_back({k, slots});
-      std::vector<int> per_slot;
-      for (int k = 1; k <= slots; ++k) per_slot.push_back(k);
-      if (slots >= 2) splits.push_back(per_slot);
-      for (const std::vector<int>& ends : splits) {
-        std::vector<unsigned char> split;
-        ASSERT_NO_FATAL_FAILURE(reduce_in_passes(p, ends, &split));
-        EXPECT_TRUE(split == one) << label(ends) << ": not bitwise the one pass";
+      // Every slot landed at the launch (one run), none (a run per slot),
+      // and half of them (a run, then one per slot).
+      for (const int landed_before : {slots, 0, slots / 2}) {
+        SCOPED_TRACE("slots landed at the launch: " + std::to_string(landed_before));
+        std::vector<unsigned char> landed;
+        std::uint32_t error[3] = {};
+        ASSERT_NO_FATAL_FAILURE(reduce_as_landed(p, landed_before, 3, &landed, error));
+        EXPECT_EQ(0u, error[0]) << "a wait timed out";
+        EXPECT_TRUE(landed == one) << "not bitwise the one pass";
       }
     }
   }
@@ -183,18 +222,38 @@ TEST(ReducePartials, ATimedOutCallWritesNothing) {
   p.cols = 520;
   ASSERT_NO_FATAL_FAILURE(upload(p, rng));
   const std::uint32_t timed_out[3] = {2, 0, 7};
-  CUDA_ASSERT(cudaMemcpy(p.d_err.p, timed_out, sizeof timed_out, cudaMemcpyHostToDevice));
   const std::size_t sum_bytes = static_cast<std::size_t>(p.elements()) * sizeof(float);
+  // An earlier wait of the call (the arrival model's) has failed: neither
+  // kernel writes.
+  CUDA_ASSERT(cudaMemcpy(p.d_err.p, timed_out, sizeof timed_out, cudaMemcpyHostToDevice));
+  CUDA_ASSERT(cudaMemset(p.d_out.p, 0xFF, p.chunk_bytes()));
   CUDA_ASSERT(cudaMemset(p.d_sum.p, 0x5a, sum_bytes));
+  gpu::ReduceArgs args = base_args(p);
+  args.slot_count = 3;
+  CUDA_ASSERT(gpu::enqueue_reduce_partials(args, nullptr));
+  HostFlags flags;
+  ASSERT_NO_FATAL_FAILURE(make_host_flags(&flags, 3));
+  for (int i = 0; i < 3; ++i) flags.words[i] = 1;
+  gpu::SlotFlags land;
+  land.flags = static_cast<const std::uint32_t*>(flags.buffer.p);
+  land.epoch = 1;
+  land.timeout_ns = 1'000'000'000u;
+  CUDA_ASSERT(gpu::enqueue_reduce_as_slots_land(args, land, p.d_sum.as<float>(), nullptr));
+  CUDA_ASSERT(cudaDeviceSynchronize());
   std::vector<unsigned char> out;
-  ASSERT_NO_FATAL_FAILURE(reduce_in_passes(p, {2, 3}, &out));
+  ASSERT_NO_FATAL_FAILURE(download_out(p, &out));
   for (unsigned char byte : out) ASSERT_EQ(0xFF, byte) << "out written by a timed-out call";
   std::vector<unsigned char> sum(sum_bytes);
   CUDA_ASSERT(cudaMemcpy(sum.data(), p.d_sum.p, sum_bytes, cudaMemcpyDeviceToHost));
   for (unsigned char byte : sum) ASSERT_EQ(0x5a, byte) << "fp32 sum written by a timed-out call";
 }
 
-TEST(ReducePartials, TheWaitsVerdictTakesOnePassWhereEverySlotLanded) {
+// The wait's verdict (ReduceArgs::all_landed) picks one of the two kernels
+// enqueued one after the other: with 1 the one pass writes out and the
+// reduction as the slots land returns before its wait (its flags are stale:
+// a wait would time out); with 0 the one pass writes nothing and the other
+// does the sum. Bitwise the one pass either way.
+TEST(ReducePartials, TheWaitsVerdictPicksOneOfTheTwoKernels) {
   ASYNCTP_REQUIRE_SM90();
   const asynctp_test::Seed seed;
   SCOPED_TRACE(seed.note());
@@ -205,36 +264,66 @@ TEST(ReducePartials, TheWaitsVerdictTakesOnePassWhereEverySlotLanded) {
   p.cols = 1030;
   ASSERT_NO_FATAL_FAILURE(upload(p, rng));
   std::vector<unsigned char> one;
-  ASSERT_NO_FATAL_FAILURE(reduce_in_passes(p, {4}, &one));
-  constexpr std::uint32_t kEpoch = 9;
-  DeviceBuffer flags, verdict;
-  CUDA_ASSERT(flags.alloc(4 * sizeof(std::uint32_t)));
+  ASSERT_NO_FATAL_FAILURE(reduce_once(p, &one));
+  DeviceBuffer verdict;
   CUDA_ASSERT(verdict.alloc(sizeof(std::uint32_t)));
-  const std::size_t sum_bytes = static_cast<std::size_t>(p.elements()) * sizeof(float);
-  for (const bool last_landed : {true, false}) {
-    SCOPED_TRACE(last_landed ? "slot 3 landed before the wait ended" : "slot 3 still to come");
-    const std::uint32_t words[4] = {kEpoch, kEpoch, kEpoch, last_landed ? kEpoch : kEpoch - 1};
-    CUDA_ASSERT(cudaMemcpy(flags.p, words, sizeof words, cudaMemcpyHostToDevice));
-    CUDA_ASSERT(cudaMemset(verdict.p, 0x77, sizeof(std::uint32_t)));
-    CUDA_ASSERT(gpu::enqueue_wait_flags(flags.as<std::uint32_t>(), 0, 3, kEpoch, 1'000'000'000u,
-                                        p.d_err.as<std::uint32_t>(), nullptr,
-                                        verdict.as<std::uint32_t>(), 4));
+  HostFlags flags;
+  ASSERT_NO_FATAL_FAILURE(make_host_flags(&flags, 4));
+  constexpr std::uint32_t kEpoch = 5;
+  gpu::ReduceArgs args = base_args(p);
+  args.slot_count = 4;
+  args.all_landed = verdict.as<std::uint32_t>();
+  gpu::SlotFlags land;
+  land.flags = static_cast<const std::uint32_t*>(flags.buffer.p);
+  land.epoch = kEpoch;
+  land.timeout_ns = 10'000'000u;
+  for (const std::uint32_t all_landed : {1u, 0u}) {
+    SCOPED_TRACE("verdict " + std::to_string(all_landed));
+    // Verdict 1: stale flags, which only a kernel that waits would notice.
+    for (int i = 0; i < 4; ++i) flags.words[i] = all_landed != 0u ? kEpoch - 1 : kEpoch;
+    CUDA_ASSERT(cudaMemcpy(verdict.p, &all_landed, sizeof all_landed, cudaMemcpyHostToDevice));
+    CUDA_ASSERT(cudaMemset(p.d_err.p, 0, 3 * sizeof(std::uint32_t)));
+    CUDA_ASSERT(cudaMemset(p.d_out.p, 0xFF, p.chunk_bytes()));
+    CUDA_ASSERT(gpu::enqueue_reduce_partials(args, nullptr));
     CUDA_ASSERT(cudaDeviceSynchronize());
-    std::uint32_t seen = 0;
-    CUDA_ASSERT(cudaMemcpy(&seen, verdict.p, sizeof seen, cudaMemcpyDeviceToHost));
-    EXPECT_EQ(last_landed ? 1u : 0u, seen) << "the wait's verdict";
-    CUDA_ASSERT(cudaMemset(p.d_sum.p, 0x5a, sum_bytes));
+    std::vector<unsigned char> after_one_pass;
+    ASSERT_NO_FATAL_FAILURE(download_out(p, &after_one_pass));
+    EXPECT_EQ(all_landed != 0u, after_one_pass == one) << "the one pass ran against its verdict";
+    if (all_landed == 0u) {
+      for (unsigned char byte : after_one_pass) ASSERT_EQ(0xFF, byte) << "the one pass wrote";
+    }
+    CUDA_ASSERT(gpu::enqueue_reduce_as_slots_land(args, land, p.d_sum.as<float>(), nullptr));
+    CUDA_ASSERT(cudaDeviceSynchronize());
+    std::uint32_t error[3] = {};
+    CUDA_ASSERT(cudaMemcpy(error, p.d_err.p, sizeof error, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(0u, error[0]) << "the reduction as the slots land waited against its verdict";
     std::vector<unsigned char> out;
-    ASSERT_NO_FATAL_FAILURE(reduce_in_passes(p, {3, 4}, &out, verdict.as<std::uint32_t>()));
+    ASSERT_NO_FATAL_FAILURE(download_out(p, &out));
     EXPECT_TRUE(out == one) << "not bitwise the one pass";
-    std::vector<unsigned char> sum(sum_bytes);
-    CUDA_ASSERT(cudaMemcpy(sum.data(), p.d_sum.p, sum_bytes, cudaMemcpyDeviceToHost));
-    const bool sum_untouched =
-        std::all_of(sum.begin(), sum.end(), [](unsigned char b) { return b == 0x5a; });
-    EXPECT_EQ(last_landed, sum_untouched)
-        << (last_landed ? "the fp32 sum written although one pass took every slot"
-                        : "the first of two passes left the fp32 sum unwritten");
   }
+}
+
+// A slot that never lands: the blocks give up after the timeout, the error
+// words name it (1 + slot, the flag seen, the epoch), and out stays as it
+// was, since only a block that has every slot writes it.
+TEST(ReducePartials, ASlotThatNeverLandsTimesOutNamingIt) {
+  ASYNCTP_REQUIRE_SM90();
+  const asynctp_test::Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  Partials p;
+  p.world = 5;
+  p.rows = 24;
+  p.cols = 1030;
+  ASSERT_NO_FATAL_FAILURE(upload(p, rng));
+  std::vector<unsigned char> out;
+  std::uint32_t error[3] = {};
+  ASSERT_NO_FATAL_FAILURE(
+      reduce_as_landed(p, 1, 2, &out, error, /*timeout_ns=*/20'000'000u, /*never_lands=*/2));
+  EXPECT_EQ(3u, error[0]) << "1 + the slot that never landed";
+  EXPECT_EQ(76u, error[1]) << "the flag seen";
+  EXPECT_EQ(77u, error[2]) << "the epoch waited for";
+  for (unsigned char byte : out) ASSERT_EQ(0xFF, byte) << "out written by a timed-out call";
 }
 
 }  // namespace
