@@ -56,7 +56,9 @@ struct SlotFlags {
 // last arrival only the last run is left (where the link is slower than the
 // reduction, one slot: 10 of the one pass's 18 bytes per element at W = 8,
 // bf16). out is written only by a block that has every slot, so a call
-// whose wait timed out leaves it as it was. `sum` may be null where
+// whose wait timed out leaves it as it was (unless the slot lands just as a
+// wait gives up: the blocks that saw it then write their part, correctly,
+// in a call that reports the timeout). `sum` may be null where
 // slot_count < 2. Its blocks hold their SMs while they wait: only for slots
 // that nothing needing an SM has yet to release (copies; a link model
 // already running).
