@@ -91,20 +91,20 @@ __device__ bool wait_flag(const std::uint32_t* flag, std::uint32_t epoch, std::u
 // thread adds slots [first, end) to its elements' fp32 sum, in order,
 // starting from own (sum_in null) or from sum_in, and stores the sum into
 // sum_out, or rounded into out where sum_out is null.
-template <class T, int PerThread = kPerThread>
+template <class T>
 __device__ void add_slots(const ReduceArgs& args, int first, int end, const float* sum_in,
                           float* sum_out) {
   const std::int64_t total = args.rows * args.cols;
   const T* own = static_cast<const T*>(args.own);
   const T* slots = static_cast<const T*>(args.slots);
   T* out = static_cast<T*>(args.out);
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x * PerThread;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x * kPerThread;
   for (std::int64_t base =
-           (static_cast<std::int64_t>(blockIdx.x) * blockDim.x) * PerThread + threadIdx.x;
+           (static_cast<std::int64_t>(blockIdx.x) * blockDim.x) * kPerThread + threadIdx.x;
        base < total; base += stride) {
-    float acc[PerThread];
+    float acc[kPerThread];
 #pragma unroll
-    for (int j = 0; j < PerThread; ++j) {
+    for (int j = 0; j < kPerThread; ++j) {
       const std::int64_t i = base + static_cast<std::int64_t>(j) * blockDim.x;
       if (i >= total) {
         acc[j] = 0.f;
@@ -115,13 +115,13 @@ __device__ void add_slots(const ReduceArgs& args, int first, int end, const floa
     for (int s = first; s < end; ++s) {
       const T* slot = slots + static_cast<std::int64_t>(s) * total;
 #pragma unroll
-      for (int j = 0; j < PerThread; ++j) {
+      for (int j = 0; j < kPerThread; ++j) {
         const std::int64_t i = base + static_cast<std::int64_t>(j) * blockDim.x;
         if (i < total) acc[j] += widen(slot[i]);
       }
     }
 #pragma unroll
-    for (int j = 0; j < PerThread; ++j) {
+    for (int j = 0; j < kPerThread; ++j) {
       const std::int64_t i = base + static_cast<std::int64_t>(j) * blockDim.x;
       if (i >= total) continue;
       if (sum_out != nullptr) {
@@ -213,8 +213,8 @@ __global__ void delay_kernel(std::uint64_t ns) {
   while (globaltimer_ns() - start < ns) __nanosleep(256);
 }
 
-std::int64_t blocks_to_cover(const ReduceArgs& args, int per_thread) {
-  const std::int64_t per_block = static_cast<std::int64_t>(kThreads) * per_thread;
+std::int64_t blocks_to_cover(const ReduceArgs& args) {
+  const std::int64_t per_block = static_cast<std::int64_t>(kThreads) * kPerThread;
   return (args.rows * args.cols + per_block - 1) / per_block;
 }
 
@@ -222,7 +222,7 @@ template <class T>
 rt::Status launch_reduce(const ReduceArgs& args, rt::StreamHandle stream) {
   // Enough blocks to cover the device several times over; the grid-stride
   // loop takes the rest.
-  const std::int64_t blocks = std::min<std::int64_t>(blocks_to_cover(args, kPerThread), 4096);
+  const std::int64_t blocks = std::min<std::int64_t>(blocks_to_cover(args), 4096);
   if (blocks == 0) return rt::kSuccess;
   reduce_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
   return rt::last_error();
@@ -241,7 +241,7 @@ rt::Status launch_reduce_as_landed(const ReduceArgs& args, const SlotFlags& land
     return e;
   }
   const std::int64_t resident = static_cast<std::int64_t>(sms) * std::max(per_sm, 1);
-  const std::int64_t blocks = std::min(blocks_to_cover(args, kPerThread), resident);
+  const std::int64_t blocks = std::min(blocks_to_cover(args), resident);
   if (blocks == 0) return rt::kSuccess;
   reduce_as_landed_kernel<T>
       <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args, land, sum);
