@@ -101,16 +101,21 @@ void reduce_once(const Partials& p, std::vector<unsigned char>* out) {
   ASSERT_NO_FATAL_FAILURE(download_out(p, out));
 }
 
-// Slot flags the host writes while a kernel waits on them (mapped memory).
+// Slot flags the host writes while a kernel waits on them (mapped memory),
+// and the kernel's view of them.
 struct HostFlags {
   asynctp_test::gpu::PinnedBuffer buffer;
   volatile std::uint32_t* words = nullptr;
+  gpu::SlotFlags land;
 };
 
-void make_host_flags(HostFlags* flags, int count) {
+void make_host_flags(HostFlags* flags, int count, std::uint32_t epoch, std::uint64_t timeout_ns) {
   CUDA_ASSERT(flags->buffer.alloc(
       static_cast<std::size_t>(std::max(count, 1)) * sizeof(std::uint32_t), cudaHostAllocMapped));
   flags->words = static_cast<volatile std::uint32_t*>(flags->buffer.p);
+  flags->land.flags = static_cast<const std::uint32_t*>(flags->buffer.p);
+  flags->land.epoch = epoch;
+  flags->land.timeout_ns = timeout_ns;
 }
 
 // The reduction as the slots land, on a stream of its own: slots [0,
@@ -123,7 +128,7 @@ void reduce_as_landed(const Partials& p, int landed_before, int gap_ms,
   constexpr std::uint32_t kEpoch = 77;
   const int slots = p.world - 1;
   HostFlags flags;
-  ASSERT_NO_FATAL_FAILURE(make_host_flags(&flags, slots));
+  ASSERT_NO_FATAL_FAILURE(make_host_flags(&flags, slots, kEpoch, timeout_ns));
   for (int i = 0; i < slots; ++i) flags.words[i] = i < landed_before ? kEpoch : kEpoch - 1;
   CUDA_ASSERT(cudaMemset(p.d_out.p, 0xFF, p.chunk_bytes()));
   CUDA_ASSERT(cudaMemset(p.d_err.p, 0, 3 * sizeof(std::uint32_t)));
@@ -131,11 +136,7 @@ void reduce_as_landed(const Partials& p, int landed_before, int gap_ms,
   CUDA_ASSERT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   gpu::ReduceArgs args = base_args(p);
   args.slot_count = slots;
-  gpu::SlotFlags land;
-  land.flags = static_cast<const std::uint32_t*>(flags.buffer.p);
-  land.epoch = kEpoch;
-  land.timeout_ns = timeout_ns;
-  CUDA_ASSERT(gpu::enqueue_reduce_as_slots_land(args, land, p.d_sum.as<float>(), stream));
+  CUDA_ASSERT(gpu::enqueue_reduce_as_slots_land(args, flags.land, p.d_sum.as<float>(), stream));
   for (int i = landed_before; i < slots; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
     if (i == never_lands) break;
@@ -232,13 +233,9 @@ TEST(ReducePartials, ATimedOutCallWritesNothing) {
   args.slot_count = 3;
   CUDA_ASSERT(gpu::enqueue_reduce_partials(args, nullptr));
   HostFlags flags;
-  ASSERT_NO_FATAL_FAILURE(make_host_flags(&flags, 3));
+  ASSERT_NO_FATAL_FAILURE(make_host_flags(&flags, 3, /*epoch=*/1, 1'000'000'000u));
   for (int i = 0; i < 3; ++i) flags.words[i] = 1;
-  gpu::SlotFlags land;
-  land.flags = static_cast<const std::uint32_t*>(flags.buffer.p);
-  land.epoch = 1;
-  land.timeout_ns = 1'000'000'000u;
-  CUDA_ASSERT(gpu::enqueue_reduce_as_slots_land(args, land, p.d_sum.as<float>(), nullptr));
+  CUDA_ASSERT(gpu::enqueue_reduce_as_slots_land(args, flags.land, p.d_sum.as<float>(), nullptr));
   CUDA_ASSERT(cudaDeviceSynchronize());
   std::vector<unsigned char> out;
   ASSERT_NO_FATAL_FAILURE(download_out(p, &out));
@@ -267,16 +264,12 @@ TEST(ReducePartials, TheWaitsVerdictPicksOneOfTheTwoKernels) {
   ASSERT_NO_FATAL_FAILURE(reduce_once(p, &one));
   DeviceBuffer verdict;
   CUDA_ASSERT(verdict.alloc(sizeof(std::uint32_t)));
-  HostFlags flags;
-  ASSERT_NO_FATAL_FAILURE(make_host_flags(&flags, 4));
   constexpr std::uint32_t kEpoch = 5;
+  HostFlags flags;
+  ASSERT_NO_FATAL_FAILURE(make_host_flags(&flags, 4, kEpoch, 10'000'000u));
   gpu::ReduceArgs args = base_args(p);
   args.slot_count = 4;
   args.all_landed = verdict.as<std::uint32_t>();
-  gpu::SlotFlags land;
-  land.flags = static_cast<const std::uint32_t*>(flags.buffer.p);
-  land.epoch = kEpoch;
-  land.timeout_ns = 10'000'000u;
   for (const std::uint32_t all_landed : {1u, 0u}) {
     SCOPED_TRACE("verdict " + std::to_string(all_landed));
     // Verdict 1: stale flags, which only a kernel that waits would notice.
@@ -292,7 +285,7 @@ TEST(ReducePartials, TheWaitsVerdictPicksOneOfTheTwoKernels) {
     if (all_landed == 0u) {
       for (unsigned char byte : after_one_pass) ASSERT_EQ(0xFF, byte) << "the one pass wrote";
     }
-    CUDA_ASSERT(gpu::enqueue_reduce_as_slots_land(args, land, p.d_sum.as<float>(), nullptr));
+    CUDA_ASSERT(gpu::enqueue_reduce_as_slots_land(args, flags.land, p.d_sum.as<float>(), nullptr));
     CUDA_ASSERT(cudaDeviceSynchronize());
     std::uint32_t error[3] = {};
     CUDA_ASSERT(cudaMemcpy(error, p.d_err.p, sizeof error, cudaMemcpyDeviceToHost));
