@@ -279,12 +279,12 @@ rt::Status enqueue_reduce_as_slots_land(const ReduceArgs& args, const SlotFlags&
   return rt::kInvalidValue;
 }
 
-rt::Status enqueue_wait_flags(const std::uint32_t* flags, int first, int count, std::uint32_t epoch,
-                              std::uint64_t timeout_ns, std::uint32_t* error_words,
-                              rt::StreamHandle stream, std::uint32_t* rest_landed, int rest_end) {
+rt::Status enqueue_wait_flags(const SlotFlags& land, int first, int count,
+                              std::uint32_t* error_words, rt::StreamHandle stream,
+                              std::uint32_t* rest_landed, int rest_end) {
   if (count <= first && rest_landed == nullptr) return rt::kSuccess;
-  wait_flags_kernel<<<1, 32, 0, stream>>>(flags, first, count, epoch, timeout_ns, error_words,
-                                          rest_landed, rest_end);
+  wait_flags_kernel<<<1, 32, 0, stream>>>(land.flags, first, count, land.epoch, land.timeout_ns,
+                                          error_words, rest_landed, rest_end);
   return rt::last_error();
 }
 

@@ -65,18 +65,17 @@ struct SlotFlags {
 rt::Status enqueue_reduce_as_slots_land(const ReduceArgs& args, const SlotFlags& land, float* sum,
                                         rt::StreamHandle stream);
 
-// One block: waits for flags[i] == epoch, i = first .. count - 1 in order
-// (each at most timeout_ns), with system-scope acquire loads. On a timeout
-// it writes error_words [0] = 1 + i, [1] = the flag seen, [2] = epoch (first
-// failure wins) and returns, as it does at once when another wait of the call
-// (the arrival model's) has failed already. One block keeps the SMs free
-// for the work that sets the flags. With rest_landed, once the wait is over
-// it also records whether flags [count, rest_end) hold the epoch already (1)
-// or not (0): ReduceArgs::all_landed.
-rt::Status enqueue_wait_flags(const std::uint32_t* flags, int first, int count, std::uint32_t epoch,
-                              std::uint64_t timeout_ns, std::uint32_t* error_words,
-                              rt::StreamHandle stream, std::uint32_t* rest_landed = nullptr,
-                              int rest_end = 0);
+// One block: waits for land.flags[i] == land.epoch, i = first .. count - 1
+// in order (each at most land.timeout_ns), with system-scope acquire loads.
+// On a timeout it writes error_words [0] = 1 + i, [1] = the flag seen, [2] =
+// epoch (first failure wins) and returns, as it does at once when another
+// wait of the call (the arrival model's) has failed already. One block keeps
+// the SMs free for the work that sets the flags. With rest_landed, once the
+// wait is over it also records whether flags [count, rest_end) hold the
+// epoch already (1) or not (0): ReduceArgs::all_landed.
+rt::Status enqueue_wait_flags(const SlotFlags& land, int first, int count,
+                              std::uint32_t* error_words, rt::StreamHandle stream,
+                              std::uint32_t* rest_landed = nullptr, int rest_end = 0);
 
 // The arrival link's model for one call's W - 1 shipments into this rank:
 // slot i is released (slot_flags[i] = epoch, a system-scope release store)

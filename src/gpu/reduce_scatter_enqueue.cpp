@@ -270,8 +270,7 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
   // With one slot, its wait leaves nothing to land.
   auto* all_landed = slots > 1 ? static_cast<std::uint32_t*>(res.reduce_verdict.get()) : nullptr;
   res.trace.span(r, core::DeviceLane::compute, {"wait", "wait for the peers' partials"}, [&] {
-    check(enqueue_wait_flags(land.flags, 0, std::min(slots, 1), land.epoch, land.timeout_ns,
-                             error_words, r, all_landed, slots),
+    check(enqueue_wait_flags(land, 0, std::min(slots, 1), error_words, r, all_landed, slots),
           "launch (wait for the first partial)");
   });
   ReduceArgs args;
