@@ -60,6 +60,8 @@ TEST(CliJson, OneObjectWithParametersPlannerAndEveryAlgorithm) {
     EXPECT_LT(a["max_rel_error"].number, doc["tolerance"].number);
     EXPECT_TRUE(a["check_ok"].boolean);
     EXPECT_EQ(a["planner_choice"].boolean, names[i] == "native");
+    // The plan the row ran with (a forced algorithm's reason says so).
+    EXPECT_FALSE(a["reason"].string.empty());
   }
   EXPECT_DOUBLE_EQ(algos[2]["speedup_vs_decomposed"].number, 1.0);
 }

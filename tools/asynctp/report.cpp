@@ -331,7 +331,8 @@ void json_run_row(JsonWriter& j, const Report& r, const Row& row) {
   j.field("name", row.label);
   j.field("algorithm", to_string(row.algorithm.value_or(Algorithm::decomposed)));
   j.field("available", row.available);
-  if (!row.available) j.field("reason", row.reason);
+  // Why it cannot run, or the plan it ran with (native: its kernel config).
+  j.field("reason", row.reason);
   j.field("planner_choice", row.planner_choice);
   if (row.available && row.algorithm == Algorithm::native) {
     j.field("tile_m", row.tile_m);
