@@ -10,7 +10,9 @@
 # --link-gbps), not NVLink between GPUs.
 # Verdict per point: ok when auto's pick is within 3 % of the fastest and at
 # most 2 % slower than decomposed; the last lines count the points that pass
-# and give the distribution of predicted / measured.
+# and give the distribution of predicted / measured. $OUT/grid-measured.txt
+# gets every point's measured times (scripts/device/grid_points.py), which
+# bench/planner_replay.cpp ranks under another planner or cost table.
 #
 # The default grid: 40 shapes (global M from 256 W to 32768, N 1280..28672,
 # K 1024..8192, B row- and column-major), from decode-like rows where one
@@ -85,6 +87,7 @@ for world in $worlds; do
         echo "$op $world $tag $shape failed: $(tail -n 1 "$json.err")"
         continue
       fi
+      python3 scripts/device/grid_points.py "$json" >>"$OUT/grid-measured.txt"
       python3 - "$json" "$op" "$world" "$tag" "$shape" "$points" <<'PY'
 import json, sys
 path, op, world, link, shape, points = sys.argv[1:]
