@@ -1,20 +1,16 @@
-"""Builds the planner's cost table (src/core/cost_table.hpp) from what
-scripts/device/calibrate.sh measured in OUT:
+"""Builds the planner's cost table (src/core/cost_table.hpp), before its fit
+to the host's calls, from what scripts/device/calibrate.sh measured in OUT:
   gemm.json, gemm.log       native_kernel_bench --speed: every GEMM sample
-  fixed-{ag,rs}-w{2,8}.json asynctp bench over a free link (arrival, 10^6 GB/s)
+  call-costs.txt            call-costs.sh: tiny calls over a free link
   pcie-{big,small}.json     asynctp bench over pcie, W = 8, K = 8192 and 2048
 
-Fixed costs. bench times each algorithm and T_gemm, one cuBLAS GEMM of the
-whole problem, in the same rounds. An algorithm's GEMM work at those clocks
-is T_gemm times the sweep's ratio of that work to the whole cuBLAS GEMM
-(native: its kernel's config, named in bench's reason; pipelined: W
-cuBLAS GEMMs of M / W rows; decomposed: 1), so that ratios cancel the
-clocks the sweep ran at. fixed(W) = time - scaled GEMM (- the reduction,
-for the reduce-scatter) at W = 2 and 8 gives per call + per chunk x W.
-A negative figure (noise larger than the cost) is written as 0 and
-reported.
+The fixed lines are written as zero: scripts/fit_call_costs.py fits them
+(and the GEMMs' burst-to-sweep scale) to call-costs.txt afterwards. The
+pcie link: the gather's time at two sizes (T_decomposed - T_gemm, bench's
+cuBLAS GEMM in the same rounds, less decomposed's tiny call at W = 8) =
+latency + 7 chunks / bandwidth.
 
-    python3 cost_table_from_runs.py OUT "DEVICE LINE"   writes OUT/cost-table.txt
+    python3 cost_table_from_runs.py OUT "DEVICE LINE"   writes OUT/cost-table-sweep.txt
 """
 
 import json
@@ -25,8 +21,7 @@ import sys
 # Not re-measured by calibrate.sh: asynctp_reduction_cost,
 # bench/results/2026-12-04-rs-native-h200.md.
 REDUCE_GBPS = 2844
-M, N = 8192, 8192  # calibrate.sh's fixed-cost and pcie problem
-K_FIXED = {"ag": 8192, "rs": 2048}
+M, N = 8192, 8192  # calibrate.sh's pcie problem
 OPS = {"ag": "all-gather-matmul", "rs": "matmul-reduce-scatter"}
 ALGORITHMS = ("native", "pipelined", "decomposed")
 
@@ -47,54 +42,23 @@ def bench(out, file):
     return link["t_gemm_ms"], rows
 
 
-def native_config(reason):
-    """The kernel's config from the reason ("... (kernel NAME, ...)"); the
-    reduce-scatter's rs_ kernels share the all-gather's mainloop, which is
-    what the sweep measured."""
-    match = re.search(r"kernel (\S+?),", reason)
-    if not match:
-        raise ValueError("no kernel named in the native reason: " + reason)
-    name = match.group(1)
-    return name[3:] if name.startswith("rs_") else name
+def decomposed_fixed_ms(out):
+    """The decomposed all-gather's whole tiny call at W = 8 over a free link
+    (call-costs.sh): its fixed cost, as the pcie gather's estimate needs it."""
+    for line in open(os.path.join(out, "call-costs.txt")):
+        w = line.split()
+        if w[0] == OPS["ag"] and w[1] == "8" and int(w[4]) == 8 * 256 and w[11] != "-":
+            return float(w[11])
+    raise ValueError("call-costs.txt has no tiny all-gather call at W = 8")
 
 
-def fixed_costs(out, gemm):
-    """{op: {algorithm: (per call us, per chunk us)}}, and the notes."""
-    result, notes = {}, []
-    for op, k in K_FIXED.items():
-        per_w = {}
-        for w in (2, 8):
-            t_gemm, rows = bench(out, "fixed-%s-w%d.json" % (op, w))
-            whole = gemm[("cublas", "row", M, N, k)]
-            work = {
-                "decomposed": 1.0,
-                "pipelined": w * gemm[("cublas", "row", M // w, N, k)] / whole,
-                "native": gemm[(native_config(rows["native"][1]), "row", M, N, k)] / whole,
-            }
-            chunk_bytes = M // w * N * 2
-            reduction = (w + 1) * chunk_bytes / (REDUCE_GBPS * 1e6) if op == "rs" else 0.0
-            per_w[w] = {a: (rows[a][0] - t_gemm * work[a] - reduction) * 1000 for a in ALGORITHMS}
-        result[op] = {}
-        for a in ALGORITHMS:
-            f2, f8 = per_w[2][a], per_w[8][a]
-            per_chunk = (f8 - f2) / 6
-            per_call = f2 - 2 * per_chunk
-            if per_chunk < 0 or per_call < 0:
-                notes.append("%s %s: W = 2 %.0f us, W = 8 %.0f us" % (OPS[op], a, f2, f8))
-                per_chunk = max(0.0, per_chunk)
-                per_call = max(0.0, min(f2, f8) - 2 * per_chunk)
-            result[op][a] = (per_call, per_chunk)
-    return result, notes
-
-
-def pcie_link(out, fixed):
+def pcie_link(out):
     """(GB/s, latency us) of the pcie gather from two sizes at W = 8."""
-    per_call, per_chunk = fixed["ag"]["decomposed"]
-    decomposed_fixed_ms = (per_call + 8 * per_chunk) / 1000
+    fixed_ms = decomposed_fixed_ms(out)
     points = []
     for file, k in (("pcie-big.json", 8192), ("pcie-small.json", 2048)):
         t_gemm, rows = bench(out, file)
-        gather_ms = rows["decomposed"][0] - t_gemm - decomposed_fixed_ms
+        gather_ms = rows["decomposed"][0] - t_gemm - fixed_ms
         points.append((7 * (M // 8) * k * 2, gather_ms))
     (b1, t1), (b2, t2) = points
     gbps = (b1 - b2) / ((t1 - t2) * 1e6)
@@ -107,37 +71,32 @@ def main(out, device_line):
     head = re.search(r"native_kernel_bench: (.*?), sm_\d+, (\d+) SMs",
                      open(os.path.join(out, "gemm.log")).read())
     name, sms = head.group(1), int(head.group(2))
-    fixed, notes = fixed_costs(out, gemm)
-    gbps, latency_us = pcie_link(out, fixed)
+    gbps, latency_us = pcie_link(out)
     lines = [
         "asynctp-cost-table 1",
         "device " + name,
         "status calibrated",
-        "source scripts/device/calibrate.sh (native_kernel_bench --speed; asynctp bench at "
-        "10^6 GB/s, W = 2 and 8, and over pcie), " + device_line,
+        "source scripts/device/calibrate.sh (native_kernel_bench --speed; call-costs.sh and "
+        "fit_call_costs.py; asynctp bench over pcie), " + device_line,
         "sms %d" % sms,
         "link pcie %.1f %.1f" % (gbps, latency_us),
         "link arrival - 0",
         "# reduce: not re-measured by calibrate.sh (asynctp_reduction_cost, "
         "bench/results/2026-12-04-rs-native-h200.md)",
         "reduce %d" % REDUCE_GBPS,
+        "# fixed: zero here, fitted to call-costs.txt by scripts/fit_call_costs.py",
     ]
-    lines += ["# fixed cost below zero, written as 0: " + n for n in notes]
     for op in ("ag", "rs"):
         for a in ALGORITHMS:
-            lines.append("fixed %s %s %.0f %.1f" % (OPS[op], a, *fixed[op][a]))
+            lines.append("fixed %s %s 0 0" % (OPS[op], a))
     for (name_, b, m, n, k), v in sorted(gemm.items()):
         if not name_.startswith("auto:"):
             lines.append("gemm %s %s %d %d %d %.5f" % (name_, b, m, n, k, v))
-    open(os.path.join(out, "cost-table.txt"), "w").write("\n".join(lines) + "\n")
+    path = os.path.join(out, "cost-table-sweep.txt")
+    open(path, "w").write("\n".join(lines) + "\n")
     print("# %d gemm samples; pcie %.1f GB/s + %.1f us" % (
         sum(1 for line in lines if line.startswith("gemm")), gbps, latency_us))
-    for op in ("ag", "rs"):
-        print("# fixed us per call + per chunk, %s: %s" % (OPS[op], ", ".join(
-            "%s %.0f + %.1f" % (a, *fixed[op][a]) for a in ALGORITHMS)))
-    for n in notes:
-        print("# below zero, written as 0: " + n)
-    print("# wrote %s/cost-table.txt" % out)
+    print("# wrote " + path)
 
 
 if __name__ == "__main__":
