@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 
 #include "gpu/partial_kernels.hpp"
 
@@ -228,19 +229,40 @@ rt::Status launch_reduce(const ReduceArgs& args, rt::StreamHandle stream) {
   return rt::last_error();
 }
 
-// As many blocks as the device holds at once: a block that waits for a slot
-// must not keep another of its grid from starting.
-template <class T>
-rt::Status launch_reduce_as_landed(const ReduceArgs& args, const SlotFlags& land, float* sum,
-                                   rt::StreamHandle stream) {
-  int device = 0, sms = 0, per_sm = 0;
-  if (const rt::Status e = rt::get_device(&device); e != rt::kSuccess) return e;
+// The blocks of reduce_as_landed_kernel<T> that `device` holds at once (its
+// SMs times the kernel's occupancy), asked of the runtime once per device
+// and kept: every reduce-scatter call's launch needs it.
+template <typename T>
+rt::Status resident_blocks(int device, std::int64_t* out) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<std::int64_t> cache[kMaxDevices];  // 0: not asked yet
+  const bool cacheable = device >= 0 && device < kMaxDevices;
+  if (cacheable) {
+    if (const std::int64_t known = cache[device].load(std::memory_order_relaxed); known > 0) {
+      *out = known;
+      return rt::kSuccess;
+    }
+  }
+  int sms = 0, per_sm = 0;
   if (const rt::Status e = rt::sm_count(device, &sms); e != rt::kSuccess) return e;
   if (const rt::Status e = occupancy_blocks_per_sm(&per_sm, reduce_as_landed_kernel<T>, kThreads);
       e != rt::kSuccess) {
     return e;
   }
-  const std::int64_t resident = static_cast<std::int64_t>(sms) * std::max(per_sm, 1);
+  *out = static_cast<std::int64_t>(sms) * std::max(per_sm, 1);
+  if (cacheable) cache[device].store(*out, std::memory_order_relaxed);
+  return rt::kSuccess;
+}
+
+// As many blocks as the device holds at once: a block that waits for a slot
+// must not keep another of its grid from starting.
+template <class T>
+rt::Status launch_reduce_as_landed(const ReduceArgs& args, const SlotFlags& land, float* sum,
+                                   rt::StreamHandle stream) {
+  int device = 0;
+  std::int64_t resident = 0;
+  if (const rt::Status e = rt::get_device(&device); e != rt::kSuccess) return e;
+  if (const rt::Status e = resident_blocks<T>(device, &resident); e != rt::kSuccess) return e;
   const std::int64_t blocks = std::min(blocks_to_cover(args), resident);
   if (blocks == 0) return rt::kSuccess;
   reduce_as_landed_kernel<T>
