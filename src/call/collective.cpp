@@ -6,6 +6,7 @@
 // written here too: the caller meets the call flow at once.
 #include "call/collective.hpp"
 
+#include <chrono>
 #include <exception>
 #include <string>
 
@@ -65,7 +66,17 @@ CheckedCall adopt_group_plan(const Transport& transport, const core::OpCall& cal
   adopted.resolved = own.resolved;
   adopted.plan.reason = agreed.reason;
   adopted.plan.runnable = agreed.runnable;
+  adopted.plan.tune = agreed.tune;
   return adopted;
+}
+
+// Whether this call takes part in the measured choice: auto asked for it,
+// and the transport's call has finished when execute() returns, so that its
+// wall time is its time. A GPU transport's call is enqueued (its time would
+// need its stream's events) and a captured call does not run when made.
+bool tunes(const Transport& transport, const CheckedCall& checked) {
+  return checked.resolved.tune && !checked.resolved.algorithm_forced && transport.synchronous() &&
+         !checked.capturing;
 }
 
 }  // namespace
@@ -85,6 +96,10 @@ RunInfo run_collective(Transport& transport, const core::OpCall& call, const Opt
     mine.problem = checked.problem;
     mine.plan = checked.plan;
     mine.shard = call.a;
+    if (tunes(transport, checked)) {
+      mine.tune =
+          transport.tuner().propose(checked.problem, checked.plan.algorithm, checked.plan.runnable);
+    }
     mine.ok = true;
   } catch (const Error& e) {
     local_error = std::current_exception();
@@ -100,10 +115,21 @@ RunInfo run_collective(Transport& transport, const core::OpCall& call, const Opt
   if (local_error) std::rethrow_exception(local_error);
   if (mine.plan.algorithm != checked.plan.algorithm) {
     checked = adopt_group_plan(transport, call, options, checked, mine.plan);
+  } else if (mine.plan.tune != core::TuneAction::none) {
+    checked.plan.reason = mine.plan.reason;
+    checked.plan.tune = mine.plan.tune;
   }
 
-  // 3. Run or enqueue the op's schedule on this transport.
+  // 3. Run or enqueue the op's schedule on this transport; a measured
+  //    choice's call is timed, or its choice kept.
+  const auto start = std::chrono::steady_clock::now();
   const std::uint32_t epoch = transport.execute(call, checked, options);
+  if (checked.plan.tune == core::TuneAction::measure) {
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+    transport.tuner().measured(checked.problem, checked.plan.algorithm, took.count());
+  } else if (checked.plan.tune == core::TuneAction::choose) {
+    transport.tuner().keep(checked.problem, checked.plan.algorithm);
+  }
   trace_call(transport, call, checked, options, epoch, begin_us);
   return to_run_info(checked.plan);
 }

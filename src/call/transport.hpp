@@ -51,8 +51,15 @@ class Transport : public Comm {
                                 const Options& options) = 0;
 
   // Whether execute() has finished the work when it returns (cpu) rather
-  // than enqueued it on a stream (gpu): the trace names the span after it.
+  // than enqueued it on a stream (gpu): the trace names the span after it,
+  // and only such a call's wall time is its time for the measured choice.
   virtual bool synchronous() const noexcept = 0;
+
+  // This rank's measurements for the measured choice (ASYNCTP_TUNE=on).
+  core::CallTuner& tuner() noexcept { return tuner_; }
+
+ private:
+  core::CallTuner tuner_;
 };
 
 }  // namespace asynctp::call

@@ -187,6 +187,23 @@ std::string find_disagreement(const std::vector<CallRecord>& records) {
 
 Plan agreed_plan(const std::vector<CallRecord>& records, int rank) {
   const Plan& own = records[static_cast<std::size_t>(rank)].plan;
+  // The measured choice, where every rank's proposal says the same and
+  // every rank can run what it names.
+  std::vector<TuneProposal> proposals;
+  for (const CallRecord& r : records) proposals.push_back(r.tune);
+  const TuneVerdict tuned = resolve_tuning(proposals);
+  if (tuned.action != TuneAction::none &&
+      std::all_of(records.begin(), records.end(), [&](const CallRecord& r) {
+        return (r.plan.runnable & algorithm_bit(tuned.algorithm)) != 0;
+      })) {
+    Plan plan;
+    if (tuned.algorithm == own.algorithm) plan = own;
+    plan.algorithm = tuned.algorithm;
+    plan.runnable = own.runnable;
+    plan.reason = tuned.reason + (own.reason.empty() ? "" : "; the planner: " + own.reason);
+    plan.tune = tuned.action;
+    return plan;
+  }
   const std::optional<Algorithm> together = group_algorithm(records);
   if (!together || *together == own.algorithm) return own;
   const int setter = least_ambitious_rank(records);

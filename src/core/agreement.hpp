@@ -14,6 +14,7 @@
 #include "core/bounded_barrier.hpp"
 #include "core/planner.hpp"
 #include "core/problem.hpp"
+#include "core/tuning.hpp"
 
 namespace asynctp::core {
 
@@ -30,6 +31,9 @@ struct CallRecord {
   // Transports whose workspace grows collectively (NCCL): this call needs it
   // to grow, so every rank must take part in the growth.
   bool grows_workspace = false;
+  // This rank's measured-choice proposal for the call (core/tuning.hpp);
+  // agreed_plan resolves every rank's the same way.
+  TuneProposal tune;
 };
 
 // Empty when every record is valid and the ranks agree on what the op's
@@ -52,10 +56,13 @@ std::string find_disagreement(const std::vector<CallRecord>& records);
 // Nullopt when no algorithm qualifies (e.g. forced algorithms that differ).
 std::optional<Algorithm> group_algorithm(const std::vector<CallRecord>& records);
 
-// The plan `rank` runs once find_disagreement(records) is empty: its own
-// when the group runs what it chose; otherwise the group's algorithm, with a
-// reason saying that the group's choice differed from this rank's planner,
-// which rank's choice set it, and why each chose as it did.
+// The plan `rank` runs once find_disagreement(records) is empty: where the
+// records' measured-choice proposals resolve to an algorithm every rank can
+// run (resolve_tuning), that algorithm, its Plan::tune saying what the call
+// does for the measurement; else its own when the group runs what it chose;
+// otherwise the group's algorithm, with a reason saying that the group's
+// choice differed from this rank's planner, which rank's choice set it, and
+// why each chose as it did.
 Plan agreed_plan(const std::vector<CallRecord>& records, int rank);
 
 // Marks `mine` failed with `error`, the local failure this rank found while

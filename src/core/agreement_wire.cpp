@@ -1,5 +1,7 @@
 #include "core/agreement_wire.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -10,8 +12,8 @@
 namespace asynctp::core {
 namespace {
 
-constexpr std::int64_t kMagic = 0x61747033;  // "atp3": format version 3
-constexpr std::size_t kFields = 16;
+constexpr std::int64_t kMagic = 0x61747034;  // "atp4": format version 4
+constexpr std::size_t kFields = 25;
 constexpr std::size_t kTextOffset = kFields * sizeof(std::int64_t);
 constexpr std::size_t kTextBytes = kWireRecordBytes - kTextOffset;
 
@@ -32,6 +34,15 @@ enum Field : std::size_t {
   op,
   grows_workspace,
   runnable,
+  tune_step,  // the rank's measured-choice proposal (core/tuning.hpp)
+  tune_algorithm,
+  tune_count,  // how many of the three times follow
+  tune_algorithm0,
+  tune_algorithm1,
+  tune_algorithm2,
+  tune_ns0,  // this rank's best time of that candidate, ns
+  tune_ns1,
+  tune_ns2,
 };
 
 // What any record this build sends can hold; a peer's record outside these
@@ -44,6 +55,7 @@ struct Bound {
   std::int64_t hi;
 };
 constexpr std::int64_t kMaxDim = core::kMaxElementsPerTensor;  // one dimension of one tensor
+constexpr std::int64_t kMaxTunedNs = std::int64_t{1} << 50;    // a call's time: 13 days
 constexpr Bound kBounds[kFields] = {
     {"magic", kMagic, kMagic},
     {"ok", 0, 1},
@@ -63,6 +75,15 @@ constexpr Bound kBounds[kFields] = {
     {"op", 0, static_cast<std::int64_t>(core::OpKind::matmul_reduce_scatter)},
     {"whether the workspace grows", 0, 1},
     {"runnable algorithms", 0, core::kEveryAlgorithmBit},
+    {"tuning step", 0, static_cast<std::int64_t>(TuneStep::kept)},
+    {"tuned algorithm", 0, static_cast<std::int64_t>(Algorithm::decomposed)},
+    {"tuned times", 0, 3},
+    {"tuned algorithm 0", 0, static_cast<std::int64_t>(Algorithm::decomposed)},
+    {"tuned algorithm 1", 0, static_cast<std::int64_t>(Algorithm::decomposed)},
+    {"tuned algorithm 2", 0, static_cast<std::int64_t>(Algorithm::decomposed)},
+    {"tuned time 0", 0, kMaxTunedNs},
+    {"tuned time 1", 0, kMaxTunedNs},
+    {"tuned time 2", 0, kMaxTunedNs},
 };
 
 [[noreturn]] void refuse(const std::string& why) {
@@ -91,6 +112,16 @@ WireRecord encode(const CallRecord& record) {
   fields[op] = static_cast<std::int64_t>(record.problem.op);
   fields[grows_workspace] = record.grows_workspace ? 1 : 0;
   fields[runnable] = record.plan.runnable;
+  const TuneProposal& tune = record.tune;
+  fields[tune_step] = static_cast<std::int64_t>(tune.step);
+  fields[tune_algorithm] = static_cast<std::int64_t>(tune.algorithm);
+  const std::size_t times = std::min<std::size_t>(tune.times.size(), 3);
+  fields[tune_count] = static_cast<std::int64_t>(times);
+  for (std::size_t i = 0; i < times; ++i) {
+    fields[tune_algorithm0 + i] = static_cast<std::int64_t>(tune.times[i].algorithm);
+    fields[tune_ns0 + i] =
+        std::clamp<std::int64_t>(std::llround(tune.times[i].ms * 1e6), 0, kMaxTunedNs);
+  }
   WireRecord wire{};
   std::memcpy(wire.data(), fields, sizeof fields);
   std::string text = record.ok ? record.plan.reason : record.error;
@@ -102,7 +133,7 @@ WireRecord encode(const CallRecord& record) {
 CallRecord decode(const WireRecord& wire) {
   std::int64_t fields[kFields];
   std::memcpy(fields, wire.data(), sizeof fields);
-  if (fields[magic] != kMagic) refuse("not a record of format version 3");
+  if (fields[magic] != kMagic) refuse("not a record of format version 4");
   for (std::size_t i = 0; i < kFields; ++i) {
     const Bound& b = kBounds[i];
     if (fields[i] < b.lo || fields[i] > b.hi) {
@@ -144,6 +175,12 @@ CallRecord decode(const WireRecord& wire) {
   record.plan.runnable = static_cast<unsigned>(fields[runnable]);
   record.problem.op = static_cast<core::OpKind>(fields[op]);
   record.grows_workspace = fields[grows_workspace] != 0;
+  record.tune.step = static_cast<TuneStep>(fields[tune_step]);
+  record.tune.algorithm = static_cast<Algorithm>(fields[tune_algorithm]);
+  for (std::int64_t i = 0; i < fields[tune_count]; ++i) {
+    record.tune.times.push_back({static_cast<Algorithm>(fields[tune_algorithm0 + i]),
+                                 static_cast<double>(fields[tune_ns0 + i]) / 1e6});
+  }
   (record.ok ? record.plan.reason : record.error).assign(text, length);
   return record;
 }

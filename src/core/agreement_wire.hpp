@@ -20,7 +20,9 @@ inline constexpr std::int64_t kMaxWireWorldSize = std::int64_t{1} << 20;
 
 // Carries ok, world size, the problem (op, m, n, k, dtype, B layout,
 // gathered output), the plan (algorithm, tiles, the algorithms the rank
-// could run), whether the workspace must grow and up to 255 bytes of text:
+// could run), whether the workspace must grow, the measured-choice
+// proposal (its step, algorithm and up to three times, to the nanosecond)
+// and up to 311 bytes of text:
 // the error of a failed record, the planner's reason of a good one (longer
 // texts are cut, ending in "...").
 WireRecord encode(const CallRecord& record);

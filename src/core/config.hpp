@@ -26,6 +26,9 @@ struct ResolvedOptions {
   std::optional<std::int64_t> tile_m;  // overrides the backend's default tile
   std::optional<std::int64_t> tile_n;
   NativeTail native_tail = NativeTail::automatic;  // kernel or library: forced
+  // ASYNCTP_TUNE=on: auto measures the algorithms the group can run on a
+  // problem's first calls and keeps the fastest (core/tuning.hpp).
+  bool tune = false;
 };
 
 // Throws Error(invalid_argument) naming the option or variable and its rule.

@@ -14,6 +14,7 @@
 #include "core/cost_model.hpp"
 #include "core/cost_table.hpp"
 #include "core/problem.hpp"
+#include "core/tuning.hpp"
 
 namespace asynctp::core {
 
@@ -137,6 +138,9 @@ struct Plan {
   // Native all-gather only: where the last chunk runs (kernel or library,
   // never automatic once planned).
   NativeTail native_tail = NativeTail::kernel;
+  // Set by the agreement where the group's measured choice decided the
+  // algorithm (core/tuning.hpp): what the call flow does with the call.
+  TuneAction tune = TuneAction::none;
 };
 
 // An overlapping algorithm is chosen over a less ambitious one only when it

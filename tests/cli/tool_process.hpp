@@ -102,8 +102,9 @@ inline StartedTool start_tool(const std::vector<std::string>& args,
     if (out < 0 || err < 0) _exit(126);
     dup2(out, STDOUT_FILENO);
     dup2(err, STDERR_FILENO);
-    for (const char* name : {"ASYNCTP_ALGO", "ASYNCTP_WAIT_TIMEOUT_MS", "ASYNCTP_TILE_M",
-                             "ASYNCTP_TILE_N", "ASYNCTP_CPU_WORKERS", "ASYNCTP_DEBUG"}) {
+    for (const char* name :
+         {"ASYNCTP_ALGO", "ASYNCTP_WAIT_TIMEOUT_MS", "ASYNCTP_TILE_M", "ASYNCTP_TILE_N",
+          "ASYNCTP_CPU_WORKERS", "ASYNCTP_DEBUG", "ASYNCTP_TUNE"}) {
       unsetenv(name);
     }
     const char* parent_gpus = std::getenv("CUDA_VISIBLE_DEVICES");

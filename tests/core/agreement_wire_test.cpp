@@ -36,6 +36,9 @@ core::CallRecord sample() {
       core::algorithm_bit(Algorithm::pipelined) | core::algorithm_bit(Algorithm::decomposed);
   r.plan.reason = "native unavailable (k (12) is not a multiple of 8)";
   r.grows_workspace = true;
+  r.tune.step = TuneStep::complete;
+  r.tune.algorithm = Algorithm::pipelined;
+  r.tune.times = {{Algorithm::pipelined, 1.234567}, {Algorithm::decomposed, 0.5}};
   return r;
 }
 
@@ -58,6 +61,13 @@ TEST(AgreementWire, EveryFieldSurvivesTheTrip) {
   EXPECT_EQ(in.grows_workspace, out.grows_workspace);
   EXPECT_EQ(in.plan.runnable, out.plan.runnable);
   EXPECT_EQ(in.plan.reason, out.plan.reason);  // a good record's text is its reason
+  EXPECT_EQ(in.tune.step, out.tune.step);
+  EXPECT_EQ(in.tune.algorithm, out.tune.algorithm);
+  ASSERT_EQ(in.tune.times.size(), out.tune.times.size());
+  for (std::size_t i = 0; i < in.tune.times.size(); ++i) {
+    EXPECT_EQ(in.tune.times[i].algorithm, out.tune.times[i].algorithm);
+    EXPECT_NEAR(in.tune.times[i].ms, out.tune.times[i].ms, 1e-6);  // to the nanosecond
+  }
   EXPECT_EQ("", out.error);
   // Records that differ encode differently (the key of the agreed-call cache).
   core::CallRecord other = in;
@@ -114,6 +124,12 @@ TEST(AgreementWire, EveryFieldOutOfRangeIsRefusedByName) {
       {14, 7, "whether the workspace grows = 7"},
       {15, 16, "runnable algorithms = 16"},
       {15, 1, "runnable algorithms = 1, which names no algorithm"},
+      {16, 4, "tuning step = 4"},
+      {17, -1, "tuned algorithm = -1"},
+      {18, 4, "tuned times = 4"},
+      {19, 4, "tuned algorithm 0 = 4"},
+      {22, -5, "tuned time 0 = -5"},
+      {24, std::int64_t{1} << 51, "tuned time 2"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.named);
@@ -129,7 +145,7 @@ TEST(AgreementWire, EveryFieldOutOfRangeIsRefusedByName) {
   }
   // The text must end inside its field, with zeros after it.
   WireRecord unterminated = encode(sample());
-  std::memset(unterminated.data() + 128, 'x', kWireRecordBytes - 128);
+  std::memset(unterminated.data() + 200, 'x', kWireRecordBytes - 200);
   EXPECT_THROW(decode(unterminated), Error);
   WireRecord trailing = encode(sample());
   trailing[kWireRecordBytes - 1] = 'x';

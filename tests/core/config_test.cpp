@@ -95,6 +95,16 @@ TEST(Config, NativeTailFromOptionsThenEnvironment) {
   }
 }
 
+TEST(Config, TuneIsOffUnlessTheEnvironmentSaysOn) {
+  EXPECT_FALSE(resolve_options({}, fake_env({})).tune);
+  EXPECT_FALSE(resolve_options({}, fake_env({{"ASYNCTP_TUNE", "off"}})).tune);
+  EXPECT_TRUE(resolve_options({}, fake_env({{"ASYNCTP_TUNE", "on"}})).tune);
+  for (const char* text : {"", "1", "ON", "yes"}) {
+    SCOPED_TRACE(std::string("'") + text + "'");
+    expect_invalid({}, fake_env({{"ASYNCTP_TUNE", text}}), "ASYNCTP_TUNE", "must be 'on' or 'off'");
+  }
+}
+
 TEST(Config, OptionsOverrideEnvironment) {
   Options options;
   options.algorithm = Algorithm::pipelined;

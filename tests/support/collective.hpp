@@ -158,8 +158,9 @@ class ScopedEnv {
 };
 
 // Clears the planner's environment for one scope (ASYNCTP_ALGO, _TILE_M,
-// _TILE_N, _WAIT_TIMEOUT_MS), so a test decides them.
+// _TILE_N, _WAIT_TIMEOUT_MS, _TUNE), so a test decides them.
 struct CleanPlannerEnv {
+  ScopedEnv tune{"ASYNCTP_TUNE", std::nullopt};
   ScopedEnv algo{"ASYNCTP_ALGO", std::nullopt};
   ScopedEnv tile_m{"ASYNCTP_TILE_M", std::nullopt};
   ScopedEnv tile_n{"ASYNCTP_TILE_N", std::nullopt};

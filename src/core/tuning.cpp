@@ -1,0 +1,142 @@
+#include "core/tuning.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/planner.hpp"
+
+namespace asynctp::core {
+namespace {
+
+// Entry arrays are indexed by the concrete algorithms' order.
+std::size_t slot(Algorithm a) { return static_cast<std::size_t>(a) - 1; }
+
+bool concrete(Algorithm a) {
+  return a == Algorithm::native || a == Algorithm::pipelined || a == Algorithm::decomposed;
+}
+
+std::string ms3(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", ms);
+  return buf;
+}
+
+// The candidates of a complete proposal, in its order.
+std::vector<Algorithm> candidates_of(const TuneProposal& p) {
+  std::vector<Algorithm> out;
+  for (const TunedTime& t : p.times) out.push_back(t.algorithm);
+  return out;
+}
+
+TuneVerdict choose(const std::vector<TuneProposal>& proposals) {
+  const std::vector<Algorithm> candidates = candidates_of(proposals.front());
+  std::vector<double> slowest(candidates.size(), 0.0);
+  for (const TuneProposal& p : proposals) {
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      slowest[i] = std::max(slowest[i], p.times[i].ms);
+    }
+  }
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < candidates.size(); ++i) {
+    if (slowest[i] < slowest[best]) best = i;
+  }
+  TuneVerdict v;
+  v.action = TuneAction::choose;
+  v.algorithm = candidates[best];
+  v.reason = "measured choice: ";
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    v.reason +=
+        std::string(i ? ", " : "") + to_string(candidates[i]) + " " + ms3(slowest[i]) + " ms";
+  }
+  v.reason += " (the slowest rank's best of " + std::to_string(kTuneRunsPerCandidate) +
+              " calls each; kept for this problem)";
+  return v;
+}
+
+}  // namespace
+
+TuneVerdict resolve_tuning(const std::vector<TuneProposal>& proposals) {
+  if (proposals.empty()) return {};
+  const TuneProposal& first = proposals.front();
+  const auto all = [&](auto same) { return std::all_of(proposals.begin(), proposals.end(), same); };
+  switch (first.step) {
+    case TuneStep::none:
+      return {};
+    case TuneStep::measure:
+    case TuneStep::kept:
+      if (!concrete(first.algorithm) || !all([&](const TuneProposal& p) {
+            return p.step == first.step && p.algorithm == first.algorithm;
+          })) {
+        return {};
+      }
+      if (first.step == TuneStep::kept) {
+        return {TuneAction::kept, first.algorithm,
+                std::string("measured choice: ") + to_string(first.algorithm) +
+                    ", kept from this problem's first calls"};
+      }
+      return {TuneAction::measure, first.algorithm,
+              std::string("measured choice: measuring ") + to_string(first.algorithm) +
+                  " (every algorithm the group can run gets " +
+                  std::to_string(kTuneRunsPerCandidate) + " calls first)"};
+    case TuneStep::complete: {
+      const std::vector<Algorithm> candidates = candidates_of(first);
+      if (candidates.empty() || !std::all_of(candidates.begin(), candidates.end(), concrete) ||
+          !all([&](const TuneProposal& p) {
+            return p.step == TuneStep::complete && candidates_of(p) == candidates &&
+                   std::all_of(p.times.begin(), p.times.end(),
+                               [](const TunedTime& t) { return t.ms >= 0; });
+          })) {
+        return {};
+      }
+      return choose(proposals);
+    }
+  }
+  return {};
+}
+
+CallTuner::Key CallTuner::key_of(const ProblemDesc& p) {
+  return {static_cast<int>(p.op),       p.world_size,  p.m, p.n, p.k, static_cast<int>(p.dtype),
+          static_cast<int>(p.b_layout), p.gathered_out};
+}
+
+TuneProposal CallTuner::propose(const ProblemDesc& problem, Algorithm planned, unsigned runnable) {
+  Entry& e = entries_[key_of(problem)];
+  if (e.candidates.empty() && concrete(planned)) {
+    e.candidates.push_back(planned);
+    for (Algorithm a : {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed}) {
+      if (a != planned && (runnable & algorithm_bit(a)) != 0) e.candidates.push_back(a);
+    }
+  }
+  TuneProposal p;
+  if (e.kept) {
+    p.step = TuneStep::kept;
+    p.algorithm = *e.kept;
+    return p;
+  }
+  if (e.candidates.size() < 2) return p;  // nothing to choose between
+  for (Algorithm a : e.candidates) {
+    if (e.runs[slot(a)] < kTuneRunsPerCandidate) {
+      p.step = TuneStep::measure;
+      p.algorithm = a;
+      return p;
+    }
+  }
+  p.step = TuneStep::complete;
+  for (Algorithm a : e.candidates) p.times.push_back({a, e.best[slot(a)]});
+  return p;
+}
+
+void CallTuner::measured(const ProblemDesc& problem, Algorithm algorithm, double ms) {
+  if (!concrete(algorithm)) return;
+  Entry& e = entries_[key_of(problem)];
+  int& runs = e.runs[slot(algorithm)];
+  double& best = e.best[slot(algorithm)];
+  best = runs == 0 ? ms : std::min(best, ms);
+  ++runs;
+}
+
+void CallTuner::keep(const ProblemDesc& problem, Algorithm algorithm) {
+  if (concrete(algorithm)) entries_[key_of(problem)].kept = algorithm;
+}
+
+}  // namespace asynctp::core
