@@ -9,7 +9,7 @@
 # Then one GEMM-bound call per op, for the ratio of this host's burst GEMMs
 # to the table's sustained ones.
 # Writes $OUT/call-costs.txt, one line per run (scripts/device/grid_points.py);
-# scripts/fit_fixed_costs.py turns it into a cost table's fixed lines.
+# scripts/fit_call_costs.py fits a cost table to it.
 #
 #   scripts/device/call-costs.sh [iters]        default 20 iterations
 set -uo pipefail
