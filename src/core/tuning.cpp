@@ -1,9 +1,9 @@
 #include "core/tuning.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "core/planner.hpp"
+#include "core/planner_model.hpp"
 
 namespace asynctp::core {
 namespace {
@@ -13,12 +13,6 @@ std::size_t slot(Algorithm a) { return static_cast<std::size_t>(a) - 1; }
 
 bool concrete(Algorithm a) {
   return a == Algorithm::native || a == Algorithm::pipelined || a == Algorithm::decomposed;
-}
-
-std::string ms3(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", ms);
-  return buf;
 }
 
 // The candidates of a complete proposal, in its order.
@@ -46,7 +40,7 @@ TuneVerdict choose(const std::vector<TuneProposal>& proposals) {
   v.reason = "measured choice: ";
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     v.reason +=
-        std::string(i ? ", " : "") + to_string(candidates[i]) + " " + ms3(slowest[i]) + " ms";
+        std::string(i ? ", " : "") + to_string(candidates[i]) + " " + format_ms(slowest[i]) + " ms";
   }
   v.reason += " (the slowest rank's best of " + std::to_string(kTuneRunsPerCandidate) +
               " calls each; kept for this problem)";
