@@ -167,19 +167,18 @@ int run(const std::string& table_path, const std::string& points_path, bool rule
       continue;
     }
     const core::BackendCaps caps = caps_for(p, table ? &*table : nullptr);
-    if (tails && table && p.config != "-" && p.problem.world_size > 1 &&
+    std::string no_link;
+    const auto link = table ? core::resolve_link(*table, p.link, &no_link) : std::nullopt;
+    if (tails && link && !caps.native_configs.empty() && p.problem.world_size > 1 &&
         p.problem.op == core::OpKind::all_gather_matmul) {
       // The model's two tails for the measured config (library / kernel).
-      std::string why;
-      const auto link = core::resolve_link(*table, p.link, &why);
-      const core::NativeConfig c = config_from_name(p.config);
-      const double kern = core::predict(p.problem, Algorithm::native, *table, *link, &c,
-                                        asynctp::NativeTail::kernel)
-                              .ms;
-      const double lib = core::predict(p.problem, Algorithm::native, *table, *link, &c,
-                                       asynctp::NativeTail::library)
-                             .ms;
-      tails << line << ' ' << lib / kern << '\n';
+      const core::NativeConfig& c = caps.native_configs.front();
+      const auto native_ms = [&](asynctp::NativeTail tail) {
+        return core::predict(p.problem, Algorithm::native, *table, *link, &c, tail).ms;
+      };
+      tails << line << ' '
+            << native_ms(asynctp::NativeTail::library) / native_ms(asynctp::NativeTail::kernel)
+            << '\n';
     }
     core::ResolvedOptions options;
     options.native_tail = asynctp::NativeTail::kernel;

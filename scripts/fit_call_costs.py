@@ -93,11 +93,10 @@ def main(replay, table, call_costs, out_table):
     # The table's own notes on its fixed lines and GEMMs no longer hold.
     lines = [l for l in open(table).read().splitlines()
              if not l.startswith(("# fixed", "# gemm"))]
-    notes = []
-    fixed = fit_fixed(residuals(replay, with_lines(lines, 1.0, {}), call_costs), notes)
+    unscaled = residuals(replay, with_lines(lines, 1.0, {}), call_costs)
+    fixed = fit_fixed(unscaled, [])
     ratios = [(measured - (fixed[(op, a)][0] + fixed[(op, a)][1] * world) / 1000) / predicted
-              for op, a, world, measured, predicted in residuals(replay, with_lines(lines, 1.0, {}),
-                                                                  call_costs)
+              for op, a, world, measured, predicted in unscaled
               if predicted >= GEMM_BOUND_MS and (op, a) in fixed]
     scale = statistics.median(ratios) if ratios else 1.0
     notes = []
