@@ -65,6 +65,10 @@ struct ArrivalHooks {
   std::function<void(int rank, int chunk)> before_compute;
 };
 
+// The measured choice's calls of one problem before its choice runs: two of
+// each of at most three algorithms.
+inline constexpr int kMaxTuningCalls = 6;
+
 struct Options {
   std::optional<Algorithm> algorithm;           // ASYNCTP_ALGO
   std::optional<std::int64_t> wait_timeout_ms;  // ASYNCTP_WAIT_TIMEOUT_MS
@@ -78,7 +82,12 @@ struct Options {
   // the device (see asynctp::synchronize). Ignored by the CPU backend, whose
   // calls are synchronous.
   void* stream = nullptr;
-  ArrivalHooks hooks;                           // testing only
+  // ASYNCTP_TUNE (on = true): under auto, the measured choice. A problem's
+  // first calls on a communicator run each algorithm the group can run
+  // (each an ordinary, correct call) and time it; the group then keeps the
+  // fastest for that problem. At most kMaxTuningCalls calls measure.
+  std::optional<bool> tune;
+  ArrivalHooks hooks;  // testing only
 };
 
 // What a call did, for logs and the CLI.

@@ -17,10 +17,12 @@ import sys
 
 def point(path):
     r = json.load(open(path))
-    times = {a["algorithm"]: a["median_ms"] for a in r["algorithms"] if a["available"]}
+    # The forced algorithms' rows (an auto row, under --tune, runs one of them).
+    forced = [a for a in r["algorithms"] if not a.get("name", "").startswith("auto")]
+    times = {a["algorithm"]: a["median_ms"] for a in forced if a["available"]}
     # The native row's own plan names its kernel (runs before that field was
     # written: the planner's, when auto picked native).
-    native = [a.get("reason") or "" for a in r["algorithms"] if a["algorithm"] == "native"]
+    native = [a.get("reason") or "" for a in forced if a["algorithm"] == "native"]
     kernel = re.search(r"\(kernel ([A-Za-z0-9_]+)", " ".join(native) + " " +
                        (r["planner"]["reason"] or ""))
     gbps = r.get("link_gbps")

@@ -6,7 +6,6 @@
 // written here too: the caller meets the call flow at once.
 #include "call/collective.hpp"
 
-#include <chrono>
 #include <exception>
 #include <string>
 
@@ -71,12 +70,26 @@ CheckedCall adopt_group_plan(const Transport& transport, const core::OpCall& cal
 }
 
 // Whether this call takes part in the measured choice: auto asked for it,
-// and the transport's call has finished when execute() returns, so that its
-// wall time is its time. A GPU transport's call is enqueued (its time would
-// need its stream's events) and a captured call does not run when made.
-bool tunes(const Transport& transport, const CheckedCall& checked) {
-  return checked.resolved.tune && !checked.resolved.algorithm_forced && transport.synchronous() &&
-         !checked.capturing;
+// and the call runs when it is made (a captured call runs at its replays).
+bool tunes(const CheckedCall& checked) {
+  return checked.resolved.tune && !checked.resolved.algorithm_forced && !checked.capturing;
+}
+
+// Reads the time of this rank's last measuring call, if one is still to be
+// read: before this call's execute() reuses the transport's clock. On a GPU
+// this waits for that call's device work (bounded), so only the calls right
+// after a measuring call wait; a failure of that work is this call's error.
+void settle_measurement(Transport& transport) {
+  core::CallTuner& tuner = transport.tuner();
+  if (!tuner.awaiting()) return;
+  double ms = 0;
+  try {
+    ms = transport.finished_call_ms();
+  } catch (...) {
+    tuner.abandon();
+    throw;
+  }
+  tuner.finished(ms);
 }
 
 }  // namespace
@@ -93,10 +106,11 @@ RunInfo run_collective(Transport& transport, const core::OpCall& call, const Opt
   CheckedCall checked;
   try {
     checked = transport.check(call, options);
+    if (!checked.capturing) settle_measurement(transport);
     mine.problem = checked.problem;
     mine.plan = checked.plan;
     mine.shard = call.a;
-    if (tunes(transport, checked)) {
+    if (tunes(checked)) {
       mine.tune =
           transport.tuner().propose(checked.problem, checked.plan.algorithm, checked.plan.runnable);
     }
@@ -119,16 +133,19 @@ RunInfo run_collective(Transport& transport, const core::OpCall& call, const Opt
     checked.plan.reason = mine.plan.reason;
     checked.plan.tune = mine.plan.tune;
   }
+  if (checked.plan.tune == core::TuneAction::kept) {
+    // Every rank kept the same choice for the same reason: its times.
+    const std::string why = transport.tuner().kept_reason(checked.problem);
+    if (!why.empty()) checked.plan.reason = why;
+  }
 
   // 3. Run or enqueue the op's schedule on this transport; a measured
-  //    choice's call is timed, or its choice kept.
-  const auto start = std::chrono::steady_clock::now();
+  //    choice's call is timed (read at the next call), or its choice kept.
   const std::uint32_t epoch = transport.execute(call, checked, options);
   if (checked.plan.tune == core::TuneAction::measure) {
-    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
-    transport.tuner().measured(checked.problem, checked.plan.algorithm, took.count());
+    transport.tuner().started(checked.problem, checked.plan.algorithm);
   } else if (checked.plan.tune == core::TuneAction::choose) {
-    transport.tuner().keep(checked.problem, checked.plan.algorithm);
+    transport.tuner().keep(checked.problem, checked.plan.algorithm, checked.plan.reason);
   }
   trace_call(transport, call, checked, options, epoch, begin_us);
   return to_run_info(checked.plan);

@@ -51,9 +51,15 @@ class Transport : public Comm {
                                 const Options& options) = 0;
 
   // Whether execute() has finished the work when it returns (cpu) rather
-  // than enqueued it on a stream (gpu): the trace names the span after it,
-  // and only such a call's wall time is its time for the measured choice.
+  // than enqueued it on a stream (gpu): the trace names the span after it.
   virtual bool synchronous() const noexcept = 0;
+
+  // The time of this rank's last uncaptured execute(), for the measured
+  // choice: its wall time where synchronous(); otherwise its device work's,
+  // from the events that bound it on the stream, once synchronize() has seen
+  // it finish (bounded as synchronize() is; throws what synchronize()
+  // throws). Valid until the next execute().
+  virtual double finished_call_ms() = 0;
 
   // This rank's measurements for the measured choice (ASYNCTP_TUNE=on).
   core::CallTuner& tuner() noexcept { return tuner_; }

@@ -93,7 +93,9 @@ ResolvedOptions resolve_options(const Options& options, const EnvLookup& env) {
   } else if (auto text = env("ASYNCTP_NATIVE_TAIL")) {
     resolved.native_tail = parse_native_tail(*text, "ASYNCTP_NATIVE_TAIL");
   }
-  if (auto text = env("ASYNCTP_TUNE")) {
+  if (options.tune) {
+    resolved.tune = *options.tune;
+  } else if (auto text = env("ASYNCTP_TUNE")) {
     if (*text == "on") {
       resolved.tune = true;
     } else if (*text != "off") {

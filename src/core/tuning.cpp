@@ -129,8 +129,27 @@ void CallTuner::measured(const ProblemDesc& problem, Algorithm algorithm, double
   ++runs;
 }
 
-void CallTuner::keep(const ProblemDesc& problem, Algorithm algorithm) {
-  if (concrete(algorithm)) entries_[key_of(problem)].kept = algorithm;
+void CallTuner::started(const ProblemDesc& problem, Algorithm algorithm) {
+  awaiting_ = Started{problem, algorithm};
+}
+
+void CallTuner::finished(double ms) {
+  if (!awaiting_) return;
+  const Started s = *awaiting_;
+  awaiting_.reset();
+  measured(s.problem, s.algorithm, ms);
+}
+
+void CallTuner::keep(const ProblemDesc& problem, Algorithm algorithm, const std::string& reason) {
+  if (!concrete(algorithm)) return;
+  Entry& e = entries_[key_of(problem)];
+  e.kept = algorithm;
+  e.kept_reason = reason;
+}
+
+std::string CallTuner::kept_reason(const ProblemDesc& problem) const {
+  const auto it = entries_.find(key_of(problem));
+  return it == entries_.end() || !it->second.kept ? std::string() : it->second.kept_reason;
 }
 
 }  // namespace asynctp::core

@@ -33,6 +33,7 @@ namespace asynctp::core {
 // (a library handle, a workspace, a kernel's first load); the best of two
 // is kept.
 inline constexpr int kTuneRunsPerCandidate = 2;
+static_assert(kTuneRunsPerCandidate * 3 == kMaxTuningCalls, "asynctp/options.hpp states it");
 
 // What a rank's tuner says of its next call of a problem.
 enum class TuneStep : std::uint8_t {
@@ -85,8 +86,24 @@ class CallTuner {
   TuneProposal propose(const ProblemDesc& problem, Algorithm planned, unsigned runnable);
   // This rank's time of a call that ran `algorithm` for `problem`.
   void measured(const ProblemDesc& problem, Algorithm algorithm, double ms);
-  // The group chose `algorithm` for `problem`.
-  void keep(const ProblemDesc& problem, Algorithm algorithm);
+  // The group chose `algorithm` for `problem`, for `reason` (the measured
+  // times, the same on every rank): later calls of the problem say it too.
+  void keep(const ProblemDesc& problem, Algorithm algorithm, const std::string& reason);
+  // The reason of the choice kept for `problem` ("" when none is kept).
+  std::string kept_reason(const ProblemDesc& problem) const;
+
+  // A measuring call's time is known once its work has finished, which on a
+  // GPU is after the call returns: the call flow marks it started, and reads
+  // its time (Transport::finished_call_ms) at the rank's next call, before
+  // anything else can reuse the transport's clock.
+  void started(const ProblemDesc& problem, Algorithm algorithm);
+  // Whether a started call's time is still to be read.
+  bool awaiting() const noexcept { return awaiting_.has_value(); }
+  // The started call's time: measured() of its problem and algorithm.
+  void finished(double ms);
+  // The started call's time cannot be read (its work failed): it counts as
+  // not run, so its candidate is measured again.
+  void abandon() noexcept { awaiting_.reset(); }
 
  private:
   using Key = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, int, int, bool>;
@@ -95,9 +112,15 @@ class CallTuner {
     std::array<int, 3> runs{};     // by Algorithm's value
     std::array<double, 3> best{};  // ms, valid where runs > 0
     std::optional<Algorithm> kept;
+    std::string kept_reason;
   };
   static Key key_of(const ProblemDesc& problem);
   std::map<Key, Entry> entries_;
+  struct Started {
+    ProblemDesc problem;
+    Algorithm algorithm;
+  };
+  std::optional<Started> awaiting_;
 };
 
 }  // namespace asynctp::core

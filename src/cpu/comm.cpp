@@ -1,5 +1,6 @@
 #include "cpu/comm.hpp"
 
+#include <chrono>
 #include <exception>
 #include <new>
 #include <optional>
@@ -64,6 +65,7 @@ std::uint32_t CpuComm::execute(const core::OpCall& call, const call::CheckedCall
   // Every rank executes every agreed call, so the ranks' epochs advance in
   // lockstep: a peer releases this rank's receive flags with its own epoch.
   epoch_ = core::next_epoch(epoch_);
+  const auto start = std::chrono::steady_clock::now();
   switch (call.op) {
     case core::OpKind::all_gather_matmul:
       run_all_gather_matmul(call, checked, options);
@@ -72,6 +74,8 @@ std::uint32_t CpuComm::execute(const core::OpCall& call, const call::CheckedCall
       run_matmul_reduce_scatter(call, checked, options);
       break;
   }
+  last_call_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return epoch_;
 }
 

@@ -48,6 +48,7 @@ class CpuComm final : public call::Transport {
   std::uint32_t execute(const core::OpCall& call, const call::CheckedCall& checked,
                         const Options& options) override;
   bool synchronous() const noexcept override { return true; }
+  double finished_call_ms() override { return last_call_ms_; }
 
  private:
   // One call's work on this rank's two teams: the producer's job and every
@@ -80,6 +81,7 @@ class CpuComm final : public call::Transport {
   const int rank_;
   core::ChunkSignals signals_;
   std::uint32_t epoch_ = 0;
+  double last_call_ms_ = 0;  // the last execute()'s wall time
   ThreadTeam producer_;
   ThreadTeam workers_;
   std::vector<GemmScratch> scratch_;

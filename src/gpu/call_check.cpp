@@ -203,8 +203,9 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
                     "a copy event that a dropped chunk would never record");
     }
     out.plan.native_tail = NativeTail::kernel;
-    out.plan.reason += "; the kernel keeps the last chunk (a drop hook is set, and only the "
-                       "kernel's waits are bounded)";
+    out.plan.reason +=
+        "; the kernel keeps the last chunk (a drop hook is set, and only the "
+        "kernel's waits are bounded)";
   }
   // The local chunk crosses no link: its copy runs ahead of the grid and the
   // kernel reads it without a wait, so there is nothing a drop could stop
@@ -227,6 +228,15 @@ CheckedCall GpuTransport::check(const core::OpCall& call, const Options& options
   CheckedCall out = check_call(site(), *backend_, call, options);
   check_own_rules(call, out);
   return out;
+}
+
+double GpuTransport::finished_call_ms() {
+  synchronize();
+  const RankResources& res = resources();
+  float ms = 0;
+  gpu::check(rt::event_elapsed_ms(&ms, res.call_begin.get(), res.call_end.get()),
+             "event elapsed time (the last call's begin and end)");
+  return ms;
 }
 
 }  // namespace asynctp::gpu

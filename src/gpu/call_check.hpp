@@ -15,13 +15,14 @@
 #include "asynctp/options.hpp"
 #include "asynctp/tensor.hpp"
 #include "call/checked_call.hpp"
-#include "core/op_call.hpp"
 #include "call/transport.hpp"
 #include "core/config.hpp"
+#include "core/op_call.hpp"
 #include "core/planner.hpp"
 #include "core/problem.hpp"
 #include "gpu/call_spec.hpp"
 #include "gpu/rank_backend.hpp"
+#include "gpu/rank_resources.hpp"
 #include "gpu/runtime.hpp"
 
 namespace asynctp::gpu {
@@ -64,8 +65,13 @@ class GpuTransport : public call::Transport {
   DeviceKind device_kind() const noexcept final { return backend_->device_kind(); }
   bool synchronous() const noexcept final { return false; }
   CheckedCall check(const core::OpCall& call, const Options& options) const final;
+  // synchronize(), then the time between the last uncaptured call's begin
+  // and end events (RankResources::call_begin, call_end).
+  double finished_call_ms() final;
 
  protected:
+  // The rank's streams, events and workspaces.
+  virtual const RankResources& resources() const = 0;
   // This rank's place in the communicator, and what it cannot do there.
   virtual CallSite site() const = 0;
   // Throws Error naming the argument and the rule this transport adds.
@@ -101,11 +107,9 @@ bool stream_is_capturing(rt::StreamHandle stream);
 // handle they need: a graph capture cannot make one. Lane 0 serves
 // decomposed and pipelined; lane 1 pipelined's second lane and native's
 // library tail.
-bool gemm_ready(RankBackend& backend, Algorithm algorithm,
-                NativeTail tail = NativeTail::kernel);
+bool gemm_ready(RankBackend& backend, Algorithm algorithm, NativeTail tail = NativeTail::kernel);
 // Makes the library GEMM handles gemm_ready checks for (LibraryGemm::prepare).
-void prepare_gemm(RankBackend& backend, Algorithm algorithm,
-                  NativeTail tail = NativeTail::kernel);
+void prepare_gemm(RankBackend& backend, Algorithm algorithm, NativeTail tail = NativeTail::kernel);
 
 RunInfo to_run_info(const core::Plan& plan);
 

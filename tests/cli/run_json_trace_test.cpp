@@ -68,6 +68,31 @@ TEST(CliJson, OneObjectWithParametersPlannerAndEveryAlgorithm) {
 
 // --no-gathered: the calls ask for C alone; the check is C's (every element
 // written, within tolerance) and the JSON says no gathered A was asked for.
+// --tune: auto's calls take the measured choice, and --algo all gains the
+// auto row: checked like the others, timed after its measuring calls (every
+// timed call runs the kept choice, whose reason gives the measured times).
+TEST(CliJson, TuneAddsAnAutoRowThatRunsTheMeasuredChoice) {
+  const ToolResult r = run_tool(small({"--json", "--check", "--tune", "--iters", "2"}));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  Json doc;
+  ASSERT_NO_THROW(doc = parse_json(r.out)) << r.out;
+  EXPECT_TRUE(doc["check_ok"].boolean);
+  const Json& algos = doc["algorithms"];
+  ASSERT_EQ(algos.array.size(), 4u) << r.out;
+  const Json& tuned = algos[3];
+  EXPECT_EQ(tuned["name"].string, "auto -> " + tuned["algorithm"].string);
+  EXPECT_TRUE(tuned["available"].boolean);
+  EXPECT_LT(tuned["max_rel_error"].number, doc["tolerance"].number);
+  ASSERT_EQ(tuned["iteration_ms"].array.size(), 2u);
+  const std::string& why = tuned["reason"].string;
+  EXPECT_NE(why.find("measured choice: native "), std::string::npos) << why;
+  EXPECT_NE(why.find("kept for this problem"), std::string::npos) << why;
+  // Without --tune (and ASYNCTP_TUNE unset) the table is the three rows.
+  const ToolResult plain = run_tool(small({"--json"}));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(parse_json(plain.out)["algorithms"].array.size(), 3u);
+}
+
 TEST(CliJson, NoGatheredChecksCAlone) {
   const ToolResult r = run_tool(small({"--json", "--check", "--no-gathered"}));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

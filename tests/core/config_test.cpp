@@ -2,13 +2,14 @@
 // which wins over the defaults; every bad value is rejected with a message
 // naming the option or variable. The environment is faked so these tests
 // never depend on (or change) the real process environment.
+#include "core/config.hpp"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
 #include "asynctp/error.hpp"
-#include "core/config.hpp"
 #include "support/printers.hpp"
 
 namespace asynctp::core {
@@ -93,6 +94,18 @@ TEST(Config, NativeTailFromOptionsThenEnvironment) {
     expect_invalid({}, fake_env({{"ASYNCTP_NATIVE_TAIL", text}}), "ASYNCTP_NATIVE_TAIL",
                    "must be one of auto, kernel, library");
   }
+}
+
+TEST(Config, TuneOptionOverridesTheEnvironment) {
+  Options on;
+  on.tune = true;
+  Options off;
+  off.tune = false;
+  EXPECT_TRUE(resolve_options(on, fake_env({})).tune);
+  EXPECT_TRUE(resolve_options(on, fake_env({{"ASYNCTP_TUNE", "off"}})).tune);
+  EXPECT_FALSE(resolve_options(off, fake_env({{"ASYNCTP_TUNE", "on"}})).tune);
+  // The option set, the environment is not read: not even to refuse it.
+  EXPECT_FALSE(resolve_options(off, fake_env({{"ASYNCTP_TUNE", "yes"}})).tune);
 }
 
 TEST(Config, TuneIsOffUnlessTheEnvironmentSaysOn) {

@@ -53,10 +53,53 @@ TEST(CallTuner, ProposesEachCandidateInTurnThenItsBestTimes) {
   EXPECT_DOUBLE_EQ(done.times[2].ms, 5);
   // Another problem has its own state.
   EXPECT_EQ(tuner.propose(problem(512), Algorithm::native, kAll).algorithm, Algorithm::native);
-  tuner.keep(problem(), Algorithm::decomposed);
+  EXPECT_EQ(tuner.kept_reason(problem()), "");
+  tuner.keep(problem(), Algorithm::decomposed, "measured: decomposed");
   const TuneProposal kept = tuner.propose(problem(), Algorithm::pipelined, kAll);
   EXPECT_EQ(kept.step, TuneStep::kept);
   EXPECT_EQ(kept.algorithm, Algorithm::decomposed);
+  EXPECT_EQ(tuner.kept_reason(problem()), "measured: decomposed");
+  EXPECT_EQ(tuner.kept_reason(problem(512)), "");
+}
+
+// A call's time read after it returned (a GPU call's, at the rank's next
+// call) counts for the problem and algorithm it started with, whatever was
+// proposed in between; a time that could not be read leaves the candidate
+// to be measured again.
+TEST(CallTuner, AStartedCallCountsWhenFinishedAndNotWhenAbandoned) {
+  CallTuner tuner;
+  EXPECT_FALSE(tuner.awaiting());
+  TuneProposal p = tuner.propose(problem(), Algorithm::native, kAll);
+  ASSERT_EQ(p.step, TuneStep::measure);
+  ASSERT_EQ(p.algorithm, Algorithm::native);
+  tuner.started(problem(), Algorithm::native);
+  EXPECT_TRUE(tuner.awaiting());
+  // Another problem's call comes first: the first problem's time is read then.
+  EXPECT_EQ(tuner.propose(problem(512), Algorithm::pipelined, kAll).algorithm,
+            Algorithm::pipelined);
+  tuner.finished(4.0);
+  EXPECT_FALSE(tuner.awaiting());
+  tuner.finished(1.0);  // nothing started: ignored
+  tuner.started(problem(), Algorithm::native);
+  tuner.abandon();
+  EXPECT_FALSE(tuner.awaiting());
+  // One native run counted (the abandoned one did not): native is proposed again.
+  p = tuner.propose(problem(), Algorithm::native, kAll);
+  EXPECT_EQ(p.step, TuneStep::measure);
+  EXPECT_EQ(p.algorithm, Algorithm::native);
+  tuner.started(problem(), Algorithm::native);
+  tuner.finished(6.0);
+  for (Algorithm a :
+       {Algorithm::pipelined, Algorithm::pipelined, Algorithm::decomposed, Algorithm::decomposed}) {
+    p = tuner.propose(problem(), Algorithm::native, kAll);
+    ASSERT_EQ(p.algorithm, a);
+    tuner.started(problem(), a);
+    tuner.finished(5.0);
+  }
+  p = tuner.propose(problem(), Algorithm::native, kAll);
+  ASSERT_EQ(p.step, TuneStep::complete);
+  ASSERT_EQ(p.times.size(), 3u);
+  EXPECT_DOUBLE_EQ(p.times[0].ms, 4.0);  // native's best of the two that finished
 }
 
 TEST(CallTuner, OneCandidateHasNothingToMeasure) {

@@ -163,6 +163,7 @@ void set_device(Args& a, const FlagValue& v) {
       0, kMaxDevice, "must be a GPU device ordinal in [0, " + std::to_string(kMaxDevice) + "]"));
 }
 void set_check(Args& a, const FlagValue&) { a.check = true; }
+void set_tune(Args& a, const FlagValue&) { a.tune = true; }
 void set_no_gathered(Args& a, const FlagValue&) { a.gathered = false; }
 void set_json(Args& a, const FlagValue&) { a.json = true; }
 void set_help(Args& a, const FlagValue&) { a.help = true; }
@@ -214,6 +215,13 @@ const std::vector<Flag> kRunFlags = {
      "with decomposed as the baseline; auto runs the planner's\n"
      "pick. An algorithm that cannot run this problem shows as\n"
      "unavailable; asked for alone, it is an error."},
+    {"--tune", nullptr, nullptr, set_tune,
+     "auto's calls take the measured choice (as with\n"
+     "ASYNCTP_TUNE=on): a problem's first 6 calls measure\n"
+     "each algorithm, the next ones run the fastest. Adds\n"
+     "an auto row to --algo all. An auto row's warmup is at\n"
+     "least 7 calls whenever the choice is on, so that its\n"
+     "timed calls run what was chosen"},
     {"--dtype", nullptr, "D", set_dtype,
      "bf16|fp16|fp32 storage of A, B, C (default bf16; fp32\n"
      "accumulation always)"},

@@ -65,6 +65,7 @@ struct Args {
   bool gathered = true;  // all-gather: the calls ask for the gathered A too
   int iters = 5;
   int warmup = 1;
+  bool tune = false;  // run: auto's calls take the measured choice (Options::tune)
   bool check = false;
   bool json = false;
   bool help = false;  // --help was given: print it and do nothing else

@@ -5,6 +5,7 @@
 // trace, the report) and the steps of a row that `run` and `bench` share.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 #include <optional>
@@ -91,9 +92,13 @@ struct Plan {
   bool requested_alone = false;  // --algo names it: failing to run is an error
 };
 
-std::vector<Plan> plans_for(AlgoChoice choice) {
+std::vector<Plan> plans_for(AlgoChoice choice, bool tune_flag) {
   switch (choice) {
     case AlgoChoice::all:
+      // With --tune, auto's calls may run any of them: its row is measured too.
+      if (tune_flag) {
+        return {{Algorithm::native}, {Algorithm::pipelined}, {Algorithm::decomposed}, {}};
+      }
       return {{Algorithm::native}, {Algorithm::pipelined}, {Algorithm::decomposed}};
     case AlgoChoice::automatic:
       return {{std::nullopt, true}, {Algorithm::decomposed}};
@@ -105,6 +110,14 @@ std::vector<Plan> plans_for(AlgoChoice choice) {
       return {{Algorithm::decomposed, true}};
   }
   return {};
+}
+
+// Whether auto's calls take the measured choice: --tune, else
+// ASYNCTP_TUNE=on (which the library reads the same way).
+bool tuning_on(const Options& options) {
+  if (options.tune) return *options.tune;
+  const char* env = std::getenv("ASYNCTP_TUNE");
+  return env != nullptr && std::string(env) == "on";
 }
 
 // One traced call per algorithm, back to back, so the trace shows them in turn.
@@ -150,7 +163,7 @@ int run_command(Args args, const std::string& command_line) {
     report.planner_reason = e.detail();
   }
 
-  std::vector<Plan> plans = plans_for(args.algo);
+  std::vector<Plan> plans = plans_for(args.algo, args.tune);
   // With --algo auto the planner may pick the baseline itself: one row then.
   if (args.algo == AlgoChoice::automatic && planner->algorithm == Algorithm::decomposed) {
     plans.pop_back();
@@ -173,10 +186,16 @@ int run_command(Args args, const std::string& command_line) {
     const Options options = options_for(args, plans[i].forced);
     const std::string label = std::string("[") + to_string(*row.algorithm) + "] ";
     if (args.check) check_row(row, *backend, options, progress, label);
-    const RunInfo ran = time_row(row, *backend, options, args.warmup, args.iters, progress, label);
-    if (!plans[i].forced) {  // name what rank 0's calls ran
+    // Under the measured choice auto's first calls measure: its timed calls
+    // come after them, and after the call that chooses.
+    const int warmup = !plans[i].forced && tuning_on(options)
+                           ? std::max(args.warmup, kMaxTuningCalls + 1)
+                           : args.warmup;
+    const RunInfo ran = time_row(row, *backend, options, warmup, args.iters, progress, label);
+    if (!plans[i].forced) {  // name what rank 0's calls ran, and why
       row.algorithm = ran.algorithm;
       row.label = std::string("auto -> ") + to_string(ran.algorithm);
+      row.reason = ran.reason;
     }
   }
 
@@ -199,6 +218,7 @@ RunInfo enqueue_call(Backend& backend, Comm& comm, Options options) {
 Options options_for(const Args& args, std::optional<Algorithm> algorithm, Trace* trace) {
   Options options;
   options.algorithm = algorithm;
+  if (args.tune) options.tune = true;
   options.wait_timeout_ms = args.timeout_ms;
   options.trace = trace;
   return options;

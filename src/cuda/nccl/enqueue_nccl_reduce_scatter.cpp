@@ -6,8 +6,8 @@
 #include "core/schedule.hpp"
 #include "cuda/nccl/nccl_check.hpp"
 #include "gpu/check.hpp"
-#include "gpu/rank_backend.hpp"
 #include "gpu/partial_kernels.hpp"
+#include "gpu/rank_backend.hpp"
 #include "gpu/reduce_scatter_enqueue.hpp"
 
 namespace asynctp::nccl {
@@ -95,10 +95,10 @@ void enqueue_overlapped(const NcclReduceScatterCall& call, const NcclCallContext
     // it runs as a peer copy on the copy engines.
     res.trace.span(res.copy_in.get(), core::DeviceLane::copy_in,
                    {"copy", "to owner's slot: partial", owner}, [&] {
-                     gpu::check(rt::memcpy_async(slot,
-                                                 partial + bytes * static_cast<std::size_t>(owner),
-                                                 bytes, rt::Copy::any, res.copy_in.get()),
-                                "copy (partial chunk to the owner's slot)");
+                     gpu::check(
+                         rt::memcpy_async(slot, partial + bytes * static_cast<std::size_t>(owner),
+                                          bytes, rt::Copy::any, res.copy_in.get()),
+                         "copy (partial chunk to the owner's slot)");
                    });
   }
   wait(res.compute.get(), res.computed[static_cast<std::size_t>(p.rank)]->get(),
@@ -141,6 +141,7 @@ void enqueue_nccl_reduce_scatter(const NcclReduceScatterCall& call, const NcclCa
   if (!call.capturing && res.call_end_recorded) {
     wait(s, res.call_end.get(), "stream wait (this rank's previous call)");
   }
+  if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
   res.trace.begin_call(s);
   if (call.plan.algorithm == Algorithm::pipelined || call.plan.algorithm == Algorithm::native) {
     enqueue_overlapped(call, context, res);

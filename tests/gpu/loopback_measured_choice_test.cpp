@@ -1,0 +1,154 @@
+// The measured choice (Options::tune) on the CUDA loopback group: a GPU
+// call is enqueued, so its time is its device work's (the events that bound
+// it on the stream), read at the rank's next call. Which algorithm wins is
+// the device's business; the tests check the sequence, that every time was
+// read (none is zero), the agreement, and the answers.
+//
+//   LoopbackMeasuredChoice.BackToBackCallsMeasureThenKeep
+//       all-gather + matmul, W = 2, eight calls per rank back to back on its
+//       stream with no synchronize between them (the next call waits for
+//       the measuring one itself): the first calls measure each candidate
+//       twice, the next chooses from times that are all above zero, the
+//       rest keep it;
+//       every rank ran the same algorithm in every call; the last call's
+//       output is right.
+//   LoopbackMeasuredChoice.ReduceScatterEveryCallChecked
+//       matmul + reduce-scatter, W = 2, each of eight calls on fresh inputs
+//       and poisoned outputs, checked against the float64 reference.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gpu/loopback_support.hpp"
+#include "gpu/reduce_scatter_support.hpp"
+
+namespace asynctp {
+namespace {
+
+using asynctp_test::Seed;
+using asynctp_test::gpu::DeviceRsProblem;
+using asynctp_test::loopback::LoopbackProblem;
+using asynctp_test::loopback::RankStreams;
+using cuda::Link;
+using cuda::LoopbackGroup;
+namespace lb = asynctp_test::loopback;
+
+constexpr int kWorld = 2;
+constexpr int kCalls = kMaxTuningCalls + 2;
+
+Options tuned() {
+  Options options;
+  options.tune = true;
+  options.wait_timeout_ms = lb::kSafeWaitTimeoutMs;
+  return options;
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+// One rank's calls, in order: the first ones measure each candidate twice
+// in a row (three candidates where native can run, else two), the next
+// chooses from times above zero, the rest keep the choice and its reason.
+void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
+  ASSERT_EQ(infos.size(), static_cast<std::size_t>(kCalls));
+  std::vector<std::string> candidates;
+  int measuring = 0;
+  while (measuring < kCalls &&
+         starts_with(infos[measuring].reason, "measured choice: measuring ")) {
+    const RunInfo& info = infos[measuring];
+    EXPECT_TRUE(starts_with(info.reason,
+                            std::string("measured choice: measuring ") + to_string(info.algorithm)))
+        << "call " << measuring + 1 << ": " << info.reason;
+    if (measuring % 2 == 1) {
+      EXPECT_EQ(info.algorithm, infos[measuring - 1].algorithm) << "call " << measuring + 1;
+      candidates.push_back(to_string(info.algorithm));
+    }
+    ++measuring;
+  }
+  ASSERT_TRUE(measuring == 4 || measuring == 6) << measuring << " measuring calls";
+  const std::string& chose = infos[measuring].reason;
+  std::printf("  %s\n", chose.c_str());
+  for (const std::string& candidate : candidates) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(chose, m, std::regex(candidate + " ([0-9.]+) ms"))) << chose;
+    EXPECT_GT(std::stod(m[1].str()), 0.0) << candidate << " was never timed: " << chose;
+  }
+  for (int i = measuring + 1; i < kCalls; ++i) {
+    EXPECT_EQ(infos[i].algorithm, infos[measuring].algorithm) << "call " << i + 1;
+    EXPECT_EQ(infos[i].reason, chose) << "call " << i + 1;
+  }
+}
+
+TEST(LoopbackMeasuredChoice, BackToBackCallsMeasureThenKeep) {
+  ASYNCTP_REQUIRE_SM90();
+  lb::CleanPlannerEnv env;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
+  LoopbackProblem problem(lb::loopback_shape(kWorld, 4096, 2048, 256, DType::bf16, false), rng);
+  ASSERT_NO_FATAL_FAILURE(problem.prepare());
+  std::vector<std::vector<RunInfo>> infos(kWorld);
+  const Options options = tuned();
+  const auto results = lb::run_ranks(
+      group, streams,
+      [&](Comm& comm, cudaStream_t s) {
+        RunInfo last;
+        for (int i = 0; i < kCalls; ++i) {
+          last = problem.call(comm, options, s);
+          infos[static_cast<std::size_t>(comm.rank())].push_back(last);
+        }
+        return last;
+      },
+      "eight tuned calls back to back");
+  lb::expect_all_ok(results);
+  for (int r = 0; r < kWorld; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    ASSERT_NO_FATAL_FAILURE(expect_measured_then_kept(infos[static_cast<std::size_t>(r)]));
+    for (int i = 0; i < kCalls; ++i) {
+      EXPECT_EQ(infos[static_cast<std::size_t>(r)][i].algorithm, infos[0][i].algorithm)
+          << "call " << i + 1;
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+}
+
+TEST(LoopbackMeasuredChoice, ReduceScatterEveryCallChecked) {
+  ASYNCTP_REQUIRE_SM90();
+  lb::CleanPlannerEnv env;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
+  // On native's tile grid, so that every algorithm is a candidate.
+  DeviceRsProblem problem(asynctp_test::rs_shape(kWorld, 2048, 1024, 512), rng);
+  ASSERT_NO_FATAL_FAILURE(problem.prepare());
+  const Options options = tuned();
+  std::vector<RunInfo> infos;
+  for (int i = 0; i < kCalls; ++i) {
+    SCOPED_TRACE("call " + std::to_string(i + 1));
+    ASSERT_NO_FATAL_FAILURE(problem.refill(rng));
+    ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+    // No synchronize: the next call reads this one's time itself.
+    const auto results = lb::run_ranks(
+        group, streams, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); },
+        "tuned call",
+        /*sync=*/false);
+    lb::expect_all_ok(results, results[0].info.algorithm);
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+    infos.push_back(results[0].info);
+  }
+  ASSERT_NO_FATAL_FAILURE(expect_measured_then_kept(infos));
+}
+
+}  // namespace
+}  // namespace asynctp
