@@ -7,6 +7,7 @@
 #include "call/collective.hpp"
 
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "asynctp/error.hpp"
@@ -75,21 +76,53 @@ bool tunes(const CheckedCall& checked) {
   return checked.resolved.tune && !checked.resolved.algorithm_forced && !checked.capturing;
 }
 
-// Reads the time of this rank's last measuring call, if one is still to be
-// read: before this call's execute() reuses the transport's clock. On a GPU
-// this waits for that call's device work (bounded), so only the calls right
-// after a measuring call wait; a failure of that work is this call's error.
-void settle_measurement(Transport& transport) {
+// Reads the times of this rank's measuring calls that have finished, or
+// (`wait`) waits for every one still running: a failure of that work is
+// this call's error, and its times are lost (measured again).
+void read_measurements(Transport& transport, bool wait) {
   core::CallTuner& tuner = transport.tuner();
   if (!tuner.awaiting()) return;
-  double ms = 0;
   try {
-    ms = transport.finished_call_ms();
+    tuner.read_times([&](int slot) { return transport.timed_call_ms(slot, wait); }, wait);
   } catch (...) {
     tuner.abandon();
     throw;
   }
-  tuner.finished(ms);
+}
+
+// This rank's proposal for a tuned call: the times that have come in first,
+// and every time of the problem where the group is to choose now.
+core::TuneProposal propose_tuning(Transport& transport, const CheckedCall& checked) {
+  core::CallTuner& tuner = transport.tuner();
+  read_measurements(transport, false);
+  if (tuner.waits_for_times(checked.problem)) read_measurements(transport, true);
+  const core::TuneProposal proposal =
+      tuner.propose(checked.problem, checked.plan.algorithm, checked.plan.runnable);
+  // A measuring call needs a free slot; the wait for one belongs here,
+  // before the agreement, where a failure reaches every rank.
+  if (proposal.step == core::TuneStep::measure && !tuner.slot_free()) {
+    read_measurements(transport, true);
+  }
+  return proposal;
+}
+
+// Runs or enqueues the agreed call; a measuring call is timed into a slot
+// of the transport's clock (propose_tuning left one free).
+std::uint32_t execute_call(Transport& transport, const core::OpCall& call,
+                           const CheckedCall& checked, const Options& options) {
+  if (checked.plan.tune != core::TuneAction::measure) {
+    return transport.execute(call, checked, options);
+  }
+  core::CallTuner& tuner = transport.tuner();
+  const std::optional<int> slot = tuner.start(checked.problem, checked.plan.algorithm);
+  transport.time_next_call(slot.value_or(-1));
+  try {
+    return transport.execute(call, checked, options);
+  } catch (...) {
+    transport.time_next_call(-1);
+    if (slot) tuner.cancel(*slot);
+    throw;
+  }
 }
 
 }  // namespace
@@ -106,14 +139,10 @@ RunInfo run_collective(Transport& transport, const core::OpCall& call, const Opt
   CheckedCall checked;
   try {
     checked = transport.check(call, options);
-    if (!checked.capturing) settle_measurement(transport);
     mine.problem = checked.problem;
     mine.plan = checked.plan;
     mine.shard = call.a;
-    if (tunes(checked)) {
-      mine.tune =
-          transport.tuner().propose(checked.problem, checked.plan.algorithm, checked.plan.runnable);
-    }
+    if (tunes(checked)) mine.tune = propose_tuning(transport, checked);
     mine.ok = true;
   } catch (const Error& e) {
     local_error = std::current_exception();
@@ -140,11 +169,9 @@ RunInfo run_collective(Transport& transport, const core::OpCall& call, const Opt
   }
 
   // 3. Run or enqueue the op's schedule on this transport; a measured
-  //    choice's call is timed (read at the next call), or its choice kept.
-  const std::uint32_t epoch = transport.execute(call, checked, options);
-  if (checked.plan.tune == core::TuneAction::measure) {
-    transport.tuner().started(checked.problem, checked.plan.algorithm);
-  } else if (checked.plan.tune == core::TuneAction::choose) {
+  //    choice's call is timed (read at a later call), or its choice kept.
+  const std::uint32_t epoch = execute_call(transport, call, checked, options);
+  if (checked.plan.tune == core::TuneAction::choose) {
     transport.tuner().keep(checked.problem, checked.plan.algorithm, checked.plan.reason);
   }
   trace_call(transport, call, checked, options, epoch, begin_us);

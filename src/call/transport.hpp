@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <optional>
 
 #include "asynctp/comm.hpp"
 #include "asynctp/options.hpp"
@@ -54,12 +55,15 @@ class Transport : public Comm {
   // than enqueued it on a stream (gpu): the trace names the span after it.
   virtual bool synchronous() const noexcept = 0;
 
-  // The time of this rank's last uncaptured execute(), for the measured
-  // choice: its wall time where synchronous(); otherwise its device work's,
-  // from the events that bound it on the stream, once synchronize() has seen
-  // it finish (bounded as synchronize() is; throws what synchronize()
-  // throws). Valid until the next execute().
-  virtual double finished_call_ms() = 0;
+  // The measured choice's clock, in slots [0, core::kTimedCallSlots): the
+  // next uncaptured execute() is timed into `slot` (-1: none, e.g. after an
+  // execute() that failed). Its time is its wall time where synchronous(),
+  // else its device work's, between the events that bound it on the stream.
+  virtual void time_next_call(int slot) = 0;
+  // The time of the call timed into `slot`, once it has finished: nullopt
+  // while its work still runs, unless `wait`, which waits for it as
+  // synchronize() does (bounded; throws what synchronize() throws).
+  virtual std::optional<double> timed_call_ms(int slot, bool wait) = 0;
 
   // This rank's measurements for the measured choice (ASYNCTP_TUNE=on).
   core::CallTuner& tuner() noexcept { return tuner_; }

@@ -9,7 +9,7 @@ namespace asynctp::core {
 namespace {
 
 // Entry arrays are indexed by the concrete algorithms' order.
-std::size_t slot(Algorithm a) { return static_cast<std::size_t>(a) - 1; }
+std::size_t slot_of(Algorithm a) { return static_cast<std::size_t>(a) - 1; }
 
 bool concrete(Algorithm a) {
   return a == Algorithm::native || a == Algorithm::pipelined || a == Algorithm::decomposed;
@@ -109,35 +109,90 @@ TuneProposal CallTuner::propose(const ProblemDesc& problem, Algorithm planned, u
   }
   if (e.candidates.size() < 2) return p;  // nothing to choose between
   for (Algorithm a : e.candidates) {
-    if (e.runs[slot(a)] < kTuneRunsPerCandidate) {
+    const std::size_t i = slot_of(a);
+    if (std::max(e.started[i], e.runs[i]) < kTuneRunsPerCandidate) {
       p.step = TuneStep::measure;
       p.algorithm = a;
       return p;
     }
   }
+  // Every run started; a time not yet read leaves nothing to propose (the
+  // call flow reads them first: waits_for_times).
+  for (Algorithm a : e.candidates) {
+    if (e.runs[slot_of(a)] < kTuneRunsPerCandidate) return p;
+  }
   p.step = TuneStep::complete;
-  for (Algorithm a : e.candidates) p.times.push_back({a, e.best[slot(a)]});
+  for (Algorithm a : e.candidates) p.times.push_back({a, e.best[slot_of(a)]});
   return p;
 }
 
 void CallTuner::measured(const ProblemDesc& problem, Algorithm algorithm, double ms) {
   if (!concrete(algorithm)) return;
   Entry& e = entries_[key_of(problem)];
-  int& runs = e.runs[slot(algorithm)];
-  double& best = e.best[slot(algorithm)];
+  int& runs = e.runs[slot_of(algorithm)];
+  double& best = e.best[slot_of(algorithm)];
   best = runs == 0 ? ms : std::min(best, ms);
   ++runs;
 }
 
-void CallTuner::started(const ProblemDesc& problem, Algorithm algorithm) {
-  awaiting_ = Started{problem, algorithm};
+std::optional<int> CallTuner::start(const ProblemDesc& problem, Algorithm algorithm) {
+  if (!concrete(algorithm)) return std::nullopt;
+  for (int slot = 0; slot < kTimedCallSlots; ++slot) {
+    const bool busy = std::any_of(started_.begin(), started_.end(),
+                                  [&](const Started& s) { return s.slot == slot; });
+    if (busy) continue;
+    started_.push_back({problem, algorithm, slot});
+    ++entries_[key_of(problem)].started[slot_of(algorithm)];
+    return slot;
+  }
+  return std::nullopt;
 }
 
-void CallTuner::finished(double ms) {
-  if (!awaiting_) return;
-  const Started s = *awaiting_;
-  awaiting_.reset();
-  measured(s.problem, s.algorithm, ms);
+void CallTuner::forget(const Started& s) {
+  int& started = entries_[key_of(s.problem)].started[slot_of(s.algorithm)];
+  started = std::max(0, started - 1);
+}
+
+void CallTuner::cancel(int slot) {
+  const auto it = std::find_if(started_.begin(), started_.end(),
+                               [&](const Started& s) { return s.slot == slot; });
+  if (it == started_.end()) return;
+  forget(*it);
+  started_.erase(it);
+}
+
+void CallTuner::read_times(const std::function<std::optional<double>(int slot)>& read,
+                           bool waited) {
+  std::vector<Started> still;
+  for (const Started& s : started_) {
+    const std::optional<double> ms = read(s.slot);
+    if (ms) {
+      measured(s.problem, s.algorithm, *ms);
+    } else if (waited) {
+      forget(s);
+    } else {
+      still.push_back(s);
+    }
+  }
+  started_ = std::move(still);
+}
+
+bool CallTuner::waits_for_times(const ProblemDesc& problem) const {
+  const auto it = entries_.find(key_of(problem));
+  if (it == entries_.end() || it->second.kept || it->second.candidates.size() < 2) return false;
+  const Entry& e = it->second;
+  bool unread = false;
+  for (Algorithm a : e.candidates) {
+    const std::size_t i = slot_of(a);
+    if (std::max(e.started[i], e.runs[i]) < kTuneRunsPerCandidate) return false;
+    unread = unread || e.runs[i] < kTuneRunsPerCandidate;
+  }
+  return unread;
+}
+
+void CallTuner::abandon() noexcept {
+  for (const Started& s : started_) forget(s);
+  started_.clear();
 }
 
 void CallTuner::keep(const ProblemDesc& problem, Algorithm algorithm, const std::string& reason) {

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -34,6 +35,10 @@ namespace asynctp::core {
 // is kept.
 inline constexpr int kTuneRunsPerCandidate = 2;
 static_assert(kTuneRunsPerCandidate * 3 == kMaxTuningCalls, "asynctp/options.hpp states it");
+
+// Measuring calls whose times may be unread at once, per rank: one problem's
+// (kMaxTuningCalls) and a few of problems interleaved with it.
+inline constexpr int kTimedCallSlots = 8;
 
 // What a rank's tuner says of its next call of a problem.
 enum class TuneStep : std::uint8_t {
@@ -84,7 +89,8 @@ class CallTuner {
   // fixed at the first call of a problem: `planned`, then the rest of
   // `runnable` from the most ambitious down.
   TuneProposal propose(const ProblemDesc& problem, Algorithm planned, unsigned runnable);
-  // This rank's time of a call that ran `algorithm` for `problem`.
+  // This rank's time of a call that ran `algorithm` for `problem`
+  // (read_times gives it a started call's; a test may give it directly).
   void measured(const ProblemDesc& problem, Algorithm algorithm, double ms);
   // The group chose `algorithm` for `problem`, for `reason` (the measured
   // times, the same on every rank): later calls of the problem say it too.
@@ -93,23 +99,39 @@ class CallTuner {
   std::string kept_reason(const ProblemDesc& problem) const;
 
   // A measuring call's time is known once its work has finished, which on a
-  // GPU is after the call returns: the call flow marks it started, and reads
-  // its time (Transport::finished_call_ms) at the rank's next call, before
-  // anything else can reuse the transport's clock.
-  void started(const ProblemDesc& problem, Algorithm algorithm);
-  // Whether a started call's time is still to be read.
-  bool awaiting() const noexcept { return awaiting_.has_value(); }
-  // The started call's time: measured() of its problem and algorithm.
-  void finished(double ms);
-  // The started call's time cannot be read (its work failed): it counts as
-  // not run, so its candidate is measured again.
-  void abandon() noexcept { awaiting_.reset(); }
+  // GPU is after the call returns. So that measuring calls run back to back
+  // as a problem's calls do (a wait before each would start it on an idle
+  // device, and time the host's enqueue with it), each is timed into a slot
+  // of the transport's clock (Transport::time_next_call) and its time read
+  // later (Transport::timed_call_ms), at the latest when the group must
+  // choose.
+  //
+  // The slot a measuring call of `algorithm` for `problem` is timed into,
+  // or nullopt when every slot holds a time still to be read.
+  std::optional<int> start(const ProblemDesc& problem, Algorithm algorithm);
+  // The call started for `slot` did not run (its execute() failed).
+  void cancel(int slot);
+  // Reads the started calls' times: read(slot) is the time, or nullopt
+  // while the call runs. `waited`: read waited for the calls, so a nullopt
+  // means the time is lost, and its candidate is measured again.
+  void read_times(const std::function<std::optional<double>(int slot)>& read, bool waited);
+  // Whether some started call's time is still to be read.
+  bool awaiting() const noexcept { return !started_.empty(); }
+  // Whether start() would find a slot.
+  bool slot_free() const noexcept { return started_.size() < kTimedCallSlots; }
+  // Whether `problem`'s next proposal needs times still to be read: every
+  // candidate's runs have started, and some have not been read.
+  bool waits_for_times(const ProblemDesc& problem) const;
+  // Forgets every time still to be read (their work failed): their
+  // candidates are measured again.
+  void abandon() noexcept;
 
  private:
   using Key = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, int, int, bool>;
   struct Entry {
     std::vector<Algorithm> candidates;
-    std::array<int, 3> runs{};     // by Algorithm's value
+    std::array<int, 3> started{};  // runs started, read or not; by Algorithm's value
+    std::array<int, 3> runs{};     // runs whose time was read
     std::array<double, 3> best{};  // ms, valid where runs > 0
     std::optional<Algorithm> kept;
     std::string kept_reason;
@@ -119,8 +141,11 @@ class CallTuner {
   struct Started {
     ProblemDesc problem;
     Algorithm algorithm;
+    int slot;
   };
-  std::optional<Started> awaiting_;
+  std::vector<Started> started_;  // oldest first
+  // A started run that will not be read: its candidate is measured again.
+  void forget(const Started& s);
 };
 
 }  // namespace asynctp::core

@@ -5,6 +5,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "asynctp/error.hpp"
 #include "asynctp/trace.hpp"
@@ -65,6 +66,7 @@ std::uint32_t CpuComm::execute(const core::OpCall& call, const call::CheckedCall
   // Every rank executes every agreed call, so the ranks' epochs advance in
   // lockstep: a peer releases this rank's receive flags with its own epoch.
   epoch_ = core::next_epoch(epoch_);
+  const int timed_slot = std::exchange(timed_slot_, -1);
   const auto start = std::chrono::steady_clock::now();
   switch (call.op) {
     case core::OpKind::all_gather_matmul:
@@ -74,9 +76,16 @@ std::uint32_t CpuComm::execute(const core::OpCall& call, const call::CheckedCall
       run_matmul_reduce_scatter(call, checked, options);
       break;
   }
-  last_call_ms_ =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (timed_slot >= 0) {
+    timed_ms_[static_cast<std::size_t>(timed_slot)] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
   return epoch_;
+}
+
+std::optional<double> CpuComm::timed_call_ms(int slot, bool) {
+  // Finished when execute() returned.
+  return std::exchange(timed_ms_.at(static_cast<std::size_t>(slot)), std::nullopt);
 }
 
 TensorView CpuComm::gathered_workspace(const core::ProblemDesc& problem) {

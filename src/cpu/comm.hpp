@@ -1,6 +1,7 @@
 // One rank of a CPU group.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "call/transport.hpp"
 #include "core/planner.hpp"
 #include "core/signals.hpp"
+#include "core/tuning.hpp"
 #include "cpu/block_gemm.hpp"
 #include "cpu/call_context.hpp"
 #include "cpu/group_link.hpp"
@@ -48,7 +50,8 @@ class CpuComm final : public call::Transport {
   std::uint32_t execute(const core::OpCall& call, const call::CheckedCall& checked,
                         const Options& options) override;
   bool synchronous() const noexcept override { return true; }
-  double finished_call_ms() override { return last_call_ms_; }
+  void time_next_call(int slot) override { timed_slot_ = slot; }
+  std::optional<double> timed_call_ms(int slot, bool wait) override;
 
  private:
   // One call's work on this rank's two teams: the producer's job and every
@@ -81,7 +84,10 @@ class CpuComm final : public call::Transport {
   const int rank_;
   core::ChunkSignals signals_;
   std::uint32_t epoch_ = 0;
-  double last_call_ms_ = 0;  // the last execute()'s wall time
+  // The measured choice's clock: execute()'s wall time, kept in the slot
+  // time_next_call armed.
+  int timed_slot_ = -1;
+  std::array<std::optional<double>, core::kTimedCallSlots> timed_ms_{};
   ThreadTeam producer_;
   ThreadTeam workers_;
   std::vector<GemmScratch> scratch_;

@@ -1,6 +1,7 @@
 #include "gpu/call_check.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "asynctp/error.hpp"
@@ -230,12 +231,33 @@ CheckedCall GpuTransport::check(const core::OpCall& call, const Options& options
   return out;
 }
 
-double GpuTransport::finished_call_ms() {
-  synchronize();
-  const RankResources& res = resources();
+void GpuTransport::time_next_call(int slot) {
+  RankResources& res = resources();
+  if (slot < 0) {
+    res.armed_slot = -1;
+  } else {
+    res.arm_timed_span(slot);
+  }
+}
+
+std::optional<double> GpuTransport::timed_call_ms(int slot, bool wait) {
+  RankResources& res = resources();
+  if (slot < 0 || slot >= static_cast<int>(res.timed.size()) ||
+      !res.timed[static_cast<std::size_t>(slot)]->recorded) {
+    return std::nullopt;  // no call recorded its span there
+  }
+  const RankResources::TimedSpan& span = *res.timed[static_cast<std::size_t>(slot)];
+  rt::Status done = rt::event_query(span.end.get());
+  if (done == rt::kNotReady) {
+    if (!wait) return std::nullopt;
+    // Every later call of the rank's is ordered after this one.
+    synchronize();
+    done = rt::event_query(span.end.get());
+  }
+  gpu::check(done, "event query (a timed call's end)");
   float ms = 0;
-  gpu::check(rt::event_elapsed_ms(&ms, res.call_begin.get(), res.call_end.get()),
-             "event elapsed time (the last call's begin and end)");
+  gpu::check(rt::event_elapsed_ms(&ms, span.begin.get(), span.end.get()),
+             "event elapsed time (a timed call's begin and end)");
   return ms;
 }
 

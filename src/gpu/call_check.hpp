@@ -65,13 +65,14 @@ class GpuTransport : public call::Transport {
   DeviceKind device_kind() const noexcept final { return backend_->device_kind(); }
   bool synchronous() const noexcept final { return false; }
   CheckedCall check(const core::OpCall& call, const Options& options) const final;
-  // synchronize(), then the time between the last uncaptured call's begin
-  // and end events (RankResources::call_begin, call_end).
-  double finished_call_ms() final;
+  // The slot's span events (RankResources::arm_timed_span), recorded by the
+  // next uncaptured call beside call_begin and call_end.
+  void time_next_call(int slot) final;
+  std::optional<double> timed_call_ms(int slot, bool wait) final;
 
  protected:
   // The rank's streams, events and workspaces.
-  virtual const RankResources& resources() const = 0;
+  virtual RankResources& resources() = 0;
   // This rank's place in the communicator, and what it cannot do there.
   virtual CallSite site() const = 0;
   // Throws Error naming the argument and the rule this transport adds.

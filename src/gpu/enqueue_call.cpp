@@ -51,7 +51,7 @@ void enqueue_call(const CallSpec& call, RankResources& res, RankBackend& backend
     trace.span(s, core::DeviceLane::stream, {"model", "arrival model: place the peer chunks"},
                [&] { prepare_arrival_link(call, res, s); });
   }
-  if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
+  res.record_call_begin(s, call.capturing);
 
   // The native kernel is the flags' one reader. They go back to 0 in stream
   // order before it runs where a flag could hold this call's epoch already

@@ -35,7 +35,7 @@ class LoopbackComm final : public GpuTransport {
 
  private:
   CallSite site() const override;
-  const RankResources& resources() const override { return res_; }
+  RankResources& resources() override { return res_; }
   // The loopback models' limits: what serialized ranks and the pcie link
   // cannot run, and what a graph capture cannot hold.
   void check_own_rules(const core::OpCall& call, const CheckedCall& checked) const override;

@@ -35,6 +35,17 @@ struct RankResources {
   Event call_begin;
   Event call_end;
   bool call_end_recorded = false;
+  // The measured choice's clocks (Transport::time_next_call): a begin and
+  // end pair per slot, recorded beside call_begin and call_end by the call
+  // the slot is armed for, so that several measuring calls can run back to
+  // back before their times are read. Made on first use.
+  struct TimedSpan {
+    Event begin{"event create", /*timed=*/true};
+    Event end{"event create", /*timed=*/true};
+    bool recorded = false;
+  };
+  std::vector<std::unique_ptr<TimedSpan>> timed;
+  int armed_slot = -1;                          // the next uncaptured call's slot; -1: none
   std::vector<std::unique_ptr<Event>> staged;   // per signal piece: in the bounce buffer
   std::vector<std::unique_ptr<Event>> arrived;  // per chunk: in gathered, signalled
   DeviceMemory flags;              // a flag per signal piece of every chunk (epoch protocol)
@@ -65,7 +76,10 @@ struct RankResources {
   // ends. Inside a capture stream order is the caller's, and waiting on an
   // event recorded outside the capture is not allowed: both do nothing.
   void wait_previous_call(rt::StreamHandle stream, bool capturing);
+  void record_call_begin(rt::StreamHandle stream, bool capturing);
   void record_call_end(rt::StreamHandle stream, bool capturing);
+  // The slot the next uncaptured call records its span into (made if new).
+  void arm_timed_span(int slot);
 };
 
 }  // namespace asynctp::gpu

@@ -206,15 +206,13 @@ void wait_native_chunk(RankResources& res, rt::StreamHandle stream, int chunk,
 void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, RankBackend& backend) {
   const rt::StreamHandle s = call.stream;
   // The workspace and flags are this rank's, shared by its calls.
-  if (!call.capturing && res.call_end_recorded) {
-    wait(s, res.call_end.get(), "stream wait (this rank's previous call)");
-  }
+  res.wait_previous_call(s, call.capturing);
   res.trace.begin_call(s);
   if (call.modelled) {
     res.trace.span(s, core::DeviceLane::stream, {"model", "arrival model: the peers' partials"},
                    [&] { place_peer_partials(call, backend); });
   }
-  if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
+  res.record_call_begin(s, call.capturing);
   // The arrival model's flags (chunk computed, slot released) are fresh by
   // their epoch, except where a graph replays the one it captured, or once
   // the epochs have wrapped. The native grid's tile counters count from 0.
@@ -305,10 +303,7 @@ void enqueue_rs_reduction(const ReduceScatterSpec& call, RankResources& res) {
     wait(s, done, "stream wait (join)");
   }
   res.trace.end_call(s, "matmul + reduce-scatter");
-  if (!call.capturing) {
-    record(res.call_end.get(), s, "event record (call end)");
-    res.call_end_recorded = true;
-  }
+  res.record_call_end(s, call.capturing);
 }
 
 }  // namespace asynctp::gpu

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,44 +65,86 @@ TEST(CallTuner, ProposesEachCandidateInTurnThenItsBestTimes) {
   EXPECT_EQ(tuner.kept_reason(problem(512)), "");
 }
 
-// A call's time read after it returned (a GPU call's, at the rank's next
-// call) counts for the problem and algorithm it started with, whatever was
-// proposed in between; a time that could not be read leaves the candidate
+// Measuring calls run back to back and their times come in later (a GPU
+// call's once its work has finished): each is timed into its own slot,
+// counted for the problem and algorithm it started with when read, and the
+// group's choice waits until every candidate's times are read. A time that
+// is lost (its work failed) or a call that never ran leaves its candidate
 // to be measured again.
-TEST(CallTuner, AStartedCallCountsWhenFinishedAndNotWhenAbandoned) {
+TEST(CallTuner, TimesReadLaterCountForTheCallThatStartedThem) {
   CallTuner tuner;
+  std::map<int, std::optional<double>> clock;  // slot -> time, once "finished"
+  const auto read = [&](int slot) { return clock[slot]; };
   EXPECT_FALSE(tuner.awaiting());
+  std::vector<int> slots;
+  // Six calls back to back, none finished yet: each candidate twice.
+  for (Algorithm expected : {Algorithm::native, Algorithm::native, Algorithm::pipelined,
+                             Algorithm::pipelined, Algorithm::decomposed, Algorithm::decomposed}) {
+    EXPECT_FALSE(tuner.waits_for_times(problem()));
+    const TuneProposal p = tuner.propose(problem(), Algorithm::native, kAll);
+    ASSERT_EQ(p.step, TuneStep::measure);
+    ASSERT_EQ(p.algorithm, expected);
+    const std::optional<int> slot = tuner.start(problem(), p.algorithm);
+    ASSERT_TRUE(slot.has_value());
+    EXPECT_TRUE(std::find(slots.begin(), slots.end(), *slot) == slots.end()) << "slot reused";
+    slots.push_back(*slot);
+    tuner.read_times(read, /*waited=*/false);  // nothing finished: all kept
+  }
+  EXPECT_TRUE(tuner.awaiting());
+  // The group cannot choose yet: the times are not in.
+  EXPECT_TRUE(tuner.waits_for_times(problem()));
+  EXPECT_EQ(tuner.propose(problem(), Algorithm::native, kAll).step, TuneStep::none);
+  // Another problem is not held up by this one's.
+  EXPECT_FALSE(tuner.waits_for_times(problem(512)));
+  // Some finish: read without waiting.
+  const double times[] = {5, 4, 3, 3.5, 6, 7};
+  for (int i : {0, 1, 2}) clock[slots[static_cast<std::size_t>(i)]] = times[i];
+  tuner.read_times(read, false);
+  EXPECT_TRUE(tuner.waits_for_times(problem()));
+  // The rest: decomposed's second time is lost, the wait gives nothing.
+  clock[slots[3]] = times[3];
+  clock[slots[4]] = times[4];
+  tuner.read_times(read, /*waited=*/true);
+  EXPECT_FALSE(tuner.awaiting());
+  EXPECT_FALSE(tuner.waits_for_times(problem()));
   TuneProposal p = tuner.propose(problem(), Algorithm::native, kAll);
   ASSERT_EQ(p.step, TuneStep::measure);
-  ASSERT_EQ(p.algorithm, Algorithm::native);
-  tuner.started(problem(), Algorithm::native);
-  EXPECT_TRUE(tuner.awaiting());
-  // Another problem's call comes first: the first problem's time is read then.
-  EXPECT_EQ(tuner.propose(problem(512), Algorithm::pipelined, kAll).algorithm,
-            Algorithm::pipelined);
-  tuner.finished(4.0);
+  EXPECT_EQ(p.algorithm, Algorithm::decomposed);
+  // Started, but its execute() failed: measured again.
+  const std::optional<int> failed = tuner.start(problem(), Algorithm::decomposed);
+  ASSERT_TRUE(failed.has_value());
+  tuner.cancel(*failed);
   EXPECT_FALSE(tuner.awaiting());
-  tuner.finished(1.0);  // nothing started: ignored
-  tuner.started(problem(), Algorithm::native);
-  tuner.abandon();
-  EXPECT_FALSE(tuner.awaiting());
-  // One native run counted (the abandoned one did not): native is proposed again.
-  p = tuner.propose(problem(), Algorithm::native, kAll);
-  EXPECT_EQ(p.step, TuneStep::measure);
-  EXPECT_EQ(p.algorithm, Algorithm::native);
-  tuner.started(problem(), Algorithm::native);
-  tuner.finished(6.0);
-  for (Algorithm a :
-       {Algorithm::pipelined, Algorithm::pipelined, Algorithm::decomposed, Algorithm::decomposed}) {
-    p = tuner.propose(problem(), Algorithm::native, kAll);
-    ASSERT_EQ(p.algorithm, a);
-    tuner.started(problem(), a);
-    tuner.finished(5.0);
-  }
+  EXPECT_EQ(tuner.propose(problem(), Algorithm::native, kAll).algorithm, Algorithm::decomposed);
+  const std::optional<int> again = tuner.start(problem(), Algorithm::decomposed);
+  ASSERT_TRUE(again.has_value());
+  clock[*again] = 6.5;
+  tuner.read_times(read, false);
   p = tuner.propose(problem(), Algorithm::native, kAll);
   ASSERT_EQ(p.step, TuneStep::complete);
   ASSERT_EQ(p.times.size(), 3u);
-  EXPECT_DOUBLE_EQ(p.times[0].ms, 4.0);  // native's best of the two that finished
+  EXPECT_DOUBLE_EQ(p.times[0].ms, 4);  // native: best of 5, 4
+  EXPECT_DOUBLE_EQ(p.times[1].ms, 3);  // pipelined: best of 3, 3.5
+  EXPECT_DOUBLE_EQ(p.times[2].ms, 6);  // decomposed: best of 6, 6.5
+}
+
+// Every slot holds an unread time: start() says so, and slot_free() lets
+// the call flow wait for them before it proposes another measuring call.
+// abandon() forgets them all, and their candidates are measured again.
+TEST(CallTuner, SlotsRunOutUntilTimesAreReadOrAbandoned) {
+  CallTuner tuner;
+  for (int i = 0; i < kTimedCallSlots; ++i) {
+    ASSERT_TRUE(tuner.slot_free());
+    ASSERT_TRUE(tuner.start(problem(256 * (i + 1)), Algorithm::native).has_value());
+  }
+  EXPECT_FALSE(tuner.slot_free());
+  EXPECT_FALSE(tuner.start(problem(), Algorithm::native).has_value());
+  tuner.abandon();
+  EXPECT_FALSE(tuner.awaiting());
+  EXPECT_TRUE(tuner.slot_free());
+  const TuneProposal p = tuner.propose(problem(256), Algorithm::native, kAll);
+  EXPECT_EQ(p.step, TuneStep::measure);
+  EXPECT_EQ(p.algorithm, Algorithm::native);
 }
 
 TEST(CallTuner, OneCandidateHasNothingToMeasure) {

@@ -180,22 +180,39 @@ int run_command(Args args, const std::string& command_line) {
   require_a_runnable_row(report.rows, args, *backend);
 
   compute_references(*problem, args, progress, [&](int r) { return backend->holds(r); });
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    Row& row = report.rows[i];
-    if (!row.available) continue;
-    const Options options = options_for(args, plans[i].forced);
-    const std::string label = std::string("[") + to_string(*row.algorithm) + "] ";
-    if (args.check) check_row(row, *backend, options, progress, label);
-    // Under the measured choice auto's first calls measure: its timed calls
-    // come after them, and after the call that chooses.
-    const int warmup = !plans[i].forced && tuning_on(options)
-                           ? std::max(args.warmup, kMaxTuningCalls + 1)
-                           : args.warmup;
-    const RunInfo ran = time_row(row, *backend, options, warmup, args.iters, progress, label);
-    if (!plans[i].forced) {  // name what rank 0's calls ran, and why
-      row.algorithm = ran.algorithm;
-      row.label = std::string("auto -> ") + to_string(ran.algorithm);
-      row.reason = ran.reason;
+  std::vector<std::string> labels;
+  for (const Row& row : report.rows) {
+    labels.push_back(std::string("[") + to_string(*row.algorithm) + "] ");
+  }
+  if (args.check) {
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (!report.rows[i].available) continue;
+      check_row(report.rows[i], *backend, options_for(args, plans[i].forced), progress, labels[i]);
+    }
+  }
+  // Round 0 is every row's warmup, then each round times one call of every
+  // row in turn: a GPU's clocks move with its load over a run, and rows
+  // timed one after another would each see different clocks.
+  for (int round = 0; round <= args.iters; ++round) {
+    const bool warmup = round == 0;
+    const std::string of =
+        warmup ? "" : "round " + std::to_string(round) + "/" + std::to_string(args.iters) + " ";
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      Row& row = report.rows[i];
+      if (!row.available) continue;
+      const Options options = options_for(args, plans[i].forced);
+      // Under the measured choice auto's first calls measure: its timed
+      // calls come after them, and after the call that chooses.
+      const int row_warmup = !plans[i].forced && tuning_on(options)
+                                 ? std::max(args.warmup, kMaxTuningCalls + 1)
+                                 : args.warmup;
+      const RunInfo ran = time_row(row, *backend, options, warmup ? row_warmup : 0, warmup ? 0 : 1,
+                                   progress, labels[i] + of);
+      if (!plans[i].forced) {  // name what rank 0's calls ran, and why
+        row.algorithm = ran.algorithm;
+        row.label = std::string("auto -> ") + to_string(ran.algorithm);
+        row.reason = ran.reason;
+      }
     }
   }
 

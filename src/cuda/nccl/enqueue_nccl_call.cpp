@@ -55,7 +55,7 @@ void enqueue_nccl_call(const gpu::CallSpec& call, const NcclCallContext& context
 
   // A call on another stream must not start while the previous one runs.
   res.wait_previous_call(s, call.capturing);
-  if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
+  res.record_call_begin(s, call.capturing);
   res.trace.begin_call(s);
 
   // Fed every call's epoch, as on the loopback group (core::FlagResetRule).

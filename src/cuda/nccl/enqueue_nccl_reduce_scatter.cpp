@@ -138,10 +138,8 @@ void enqueue_nccl_reduce_scatter(const NcclReduceScatterCall& call, const NcclCa
   const rt::StreamHandle s = call.stream;
   // The partial is shared by this rank's calls: a call on another stream
   // must not overwrite it while the previous one still reads it.
-  if (!call.capturing && res.call_end_recorded) {
-    wait(s, res.call_end.get(), "stream wait (this rank's previous call)");
-  }
-  if (!call.capturing) record(res.call_begin.get(), s, "event record (call begin)");
+  res.wait_previous_call(s, call.capturing);
+  res.record_call_begin(s, call.capturing);
   res.trace.begin_call(s);
   if (call.plan.algorithm == Algorithm::pipelined || call.plan.algorithm == Algorithm::native) {
     enqueue_overlapped(call, context, res);
@@ -150,10 +148,7 @@ void enqueue_nccl_reduce_scatter(const NcclReduceScatterCall& call, const NcclCa
                    [&] { enqueue_decomposed(call, context); });
   }
   res.trace.end_call(s, "matmul + reduce-scatter");
-  if (!call.capturing) {
-    record(res.call_end.get(), s, "event record (call end)");
-    res.call_end_recorded = true;
-  }
+  res.record_call_end(s, call.capturing);
 }
 
 }  // namespace asynctp::nccl

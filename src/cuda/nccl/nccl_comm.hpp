@@ -61,7 +61,7 @@ class NcclComm final : public gpu::GpuTransport {
   // Where the peers cannot be pulled, or their pulls need the SMs native
   // holds, the site says so: the planner then picks what can run.
   gpu::CallSite site() const override;
-  const gpu::RankResources& resources() const override { return *res_; }
+  gpu::RankResources& resources() override { return *res_; }
   // Every rank's record, through a bounded all-gather on `stream`.
   std::vector<core::CallRecord> exchange(const core::CallRecord& mine, gpu::rt::StreamHandle stream,
                                          std::int64_t timeout_ms, const std::string& what);
