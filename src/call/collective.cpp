@@ -90,14 +90,40 @@ void read_measurements(Transport& transport, bool wait) {
   }
 }
 
+// What this rank can run of `call`: its plan's algorithm and fallbacks,
+// and every other algorithm whose check passes when forced (the planner
+// offers the group native only where it planned native, but the measured
+// choice may find it faster where the planner did not).
+unsigned runnable_when_forced(const Transport& transport, const core::OpCall& call,
+                              const Options& options, const CheckedCall& checked) {
+  unsigned runnable = checked.plan.runnable;
+  for (Algorithm a : {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed}) {
+    if ((runnable & core::algorithm_bit(a)) != 0) continue;
+    Options forced = options;
+    forced.algorithm = a;
+    try {
+      (void)transport.check(call, forced);
+      runnable |= core::algorithm_bit(a);
+    } catch (const Error&) {
+      // Not runnable here: not a candidate.
+    }
+  }
+  return runnable;
+}
+
 // This rank's proposal for a tuned call: the times that have come in first,
 // and every time of the problem where the group is to choose now.
-core::TuneProposal propose_tuning(Transport& transport, const CheckedCall& checked) {
+core::TuneProposal propose_tuning(Transport& transport, const core::OpCall& call,
+                                  const Options& options, const CheckedCall& checked) {
   core::CallTuner& tuner = transport.tuner();
   read_measurements(transport, false);
   if (tuner.waits_for_times(checked.problem)) read_measurements(transport, true);
+  // The candidates are fixed at a problem's first call.
+  const unsigned runnable = tuner.knows(checked.problem)
+                                ? checked.plan.runnable
+                                : runnable_when_forced(transport, call, options, checked);
   const core::TuneProposal proposal =
-      tuner.propose(checked.problem, checked.plan.algorithm, checked.plan.runnable);
+      tuner.propose(checked.problem, checked.plan.algorithm, runnable);
   // A measuring call needs a free slot; the wait for one belongs here,
   // before the agreement, where a failure reaches every rank.
   if (proposal.step == core::TuneStep::measure && !tuner.slot_free()) {
@@ -142,7 +168,7 @@ RunInfo run_collective(Transport& transport, const core::OpCall& call, const Opt
     mine.problem = checked.problem;
     mine.plan = checked.plan;
     mine.shard = call.a;
-    if (tunes(checked)) mine.tune = propose_tuning(transport, checked);
+    if (tunes(checked)) mine.tune = propose_tuning(transport, call, options, checked);
     mine.ok = true;
   } catch (const Error& e) {
     local_error = std::current_exception();

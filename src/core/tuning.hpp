@@ -89,6 +89,8 @@ class CallTuner {
   // fixed at the first call of a problem: `planned`, then the rest of
   // `runnable` from the most ambitious down.
   TuneProposal propose(const ProblemDesc& problem, Algorithm planned, unsigned runnable);
+  // Whether `problem` has been proposed for (its candidates are fixed).
+  bool knows(const ProblemDesc& problem) const { return entries_.count(key_of(problem)) != 0; }
   // This rank's time of a call that ran `algorithm` for `problem`
   // (read_times gives it a started call's; a test may give it directly).
   void measured(const ProblemDesc& problem, Algorithm algorithm, double ms);

@@ -208,7 +208,7 @@ CallRecord record(int rank, Algorithm planned, unsigned runnable, TuneProposal t
   return r;
 }
 
-TEST(AgreedPlan, TheMeasuredChoiceRunsWhereEveryRankCanRunIt) {
+TEST(AgreedPlan, TheMeasuredChoiceRunsWhereEveryRankProposesIt) {
   const std::vector<CallRecord> records = {
       record(0, Algorithm::native, kAll, measure(Algorithm::pipelined)),
       record(1, Algorithm::native, kAll, measure(Algorithm::pipelined))};
@@ -218,10 +218,12 @@ TEST(AgreedPlan, TheMeasuredChoiceRunsWhereEveryRankCanRunIt) {
     EXPECT_EQ(plan.tune, TuneAction::measure);
     EXPECT_NE(plan.reason.find("the planner's reason"), std::string::npos) << plan.reason;
   }
-  // A rank that cannot run the candidate: the group's own plan, untuned.
+  // A rank that cannot run the candidate does not propose it (its tuner's
+  // candidates are what it can run): the group's own plan, untuned.
   std::vector<CallRecord> narrow = records;
   narrow[1].plan.algorithm = Algorithm::decomposed;
   narrow[1].plan.runnable = algorithm_bit(Algorithm::decomposed);
+  narrow[1].tune = TuneProposal{};
   const Plan plan = agreed_plan(narrow, 0);
   EXPECT_EQ(plan.algorithm, Algorithm::decomposed);
   EXPECT_EQ(plan.tune, TuneAction::none);

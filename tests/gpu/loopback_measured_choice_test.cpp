@@ -12,6 +12,10 @@
 //       rest keep it;
 //       every rank ran the same algorithm in every call; the last call's
 //       output is right.
+//   LoopbackMeasuredChoice.MeasuresWhatRunsWhenForcedNotOnlyWhatWasPlanned
+//       a shape the planner gives decomposed (too few tiles to overlap):
+//       native and pipelined run when forced, so all three are measured,
+//       every call checked.
 //   LoopbackMeasuredChoice.ReduceScatterEveryCallChecked
 //       matmul + reduce-scatter, W = 2, each of eight calls on fresh inputs
 //       and poisoned outputs, checked against the float64 reference.
@@ -118,6 +122,43 @@ TEST(LoopbackMeasuredChoice, BackToBackCallsMeasureThenKeep) {
     }
   }
   ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+}
+
+// A shape too small for the planner to overlap (it plans decomposed and
+// offers the group nothing else), where native and pipelined still run when
+// forced: the measured choice measures all three.
+TEST(LoopbackMeasuredChoice, MeasuresWhatRunsWhenForcedNotOnlyWhatWasPlanned) {
+  ASYNCTP_REQUIRE_SM90();
+  if (lb::single_hardware_queue()) {
+    GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS=1: native cannot run in this process";
+  }
+  lb::CleanPlannerEnv env;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
+  LoopbackProblem problem(lb::loopback_shape(kWorld, 256, 512, 256), rng);
+  ASSERT_NO_FATAL_FAILURE(problem.prepare());
+  ASSERT_EQ(problem.plan(group.comm(0), Options{}).algorithm, Algorithm::decomposed);
+  const Options options = tuned();
+  std::vector<RunInfo> infos;
+  for (int i = 0; i < kCalls; ++i) {
+    SCOPED_TRACE("call " + std::to_string(i + 1));
+    ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+    const auto results = lb::run_ranks(
+        group, streams, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); },
+        "tuned call", /*sync=*/false);
+    lb::expect_all_ok(results, results[0].info.algorithm);
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+    infos.push_back(results[0].info);
+  }
+  ASSERT_NO_FATAL_FAILURE(expect_measured_then_kept(infos));
+  // Planned first, then the rest from the most ambitious down.
+  EXPECT_EQ(infos[0].algorithm, Algorithm::decomposed);
+  EXPECT_EQ(infos[2].algorithm, Algorithm::native);
+  EXPECT_EQ(infos[4].algorithm, Algorithm::pipelined);
 }
 
 TEST(LoopbackMeasuredChoice, ReduceScatterEveryCallChecked) {
