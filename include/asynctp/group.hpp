@@ -35,8 +35,9 @@ class RankGroup {
   // every thread has joined.
   void run(const std::function<void(Comm&)>& body);
 
-  // `iterations` calls on every rank, each waited for (asynctp::synchronize):
-  // one time in ms per iteration, by the group's rule, which knows how its
+  // `iterations` calls on every rank, all waited for (asynctp::synchronize)
+  // before it returns: one time in ms per iteration, by the group's rule
+  // (each call waited for, or back to back), which knows how its
   // ranks share the hardware. Rank r's calls are ordered on streams[r] where
   // the group's rule times streams (nccl::LocalGroup; empty elsewhere). By
   // default, for ranks whose calls finish before they return (cpu::Group):

@@ -92,10 +92,14 @@ class LoopbackGroup final : public RankGroup {
   double last_call_ms(int rank) const;
 
   // RankGroup's, by the loopback's rule: per iteration, the mean over ranks
-  // of each rank's own call span (last_call_ms). With serialize_ranks each
-  // call runs as if its rank had the GPU alone, so the spans are what W ranks
-  // on W GPUs would each take, without the gaps between one virtual rank's
-  // call and the next that a real rank never waits through.
+  // of each rank's own call span (as last_call_ms measures it). With
+  // serialize_ranks each call runs as if its rank had the GPU alone, so the
+  // spans are what W ranks on W GPUs would each take, without the gaps
+  // between one virtual rank's call and the next that a real rank never
+  // waits through. The iterations run back to back, each rank's calls
+  // waited for once after the last (not after each: the next call would
+  // then start on an idle device, and its span would hold the host's
+  // enqueue of it); `before` gets no time of the previous iteration.
   std::vector<double> time_calls(int iterations, const RankCall& call,
                                  const BeforeIteration& before = {},
                                  const std::vector<void*>& streams = {}) override;

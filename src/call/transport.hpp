@@ -55,10 +55,11 @@ class Transport : public Comm {
   // than enqueued it on a stream (gpu): the trace names the span after it.
   virtual bool synchronous() const noexcept = 0;
 
-  // The measured choice's clock, in slots [0, core::kTimedCallSlots): the
-  // next uncaptured execute() is timed into `slot` (-1: none, e.g. after an
-  // execute() that failed). Its time is its wall time where synchronous(),
-  // else its device work's, between the events that bound it on the stream.
+  // The measured choice's clock, in slots [0, core::kTimedCallSlots) (a
+  // group's timing rule may use the slots above): the next uncaptured
+  // execute() is timed into `slot` (-1: into none, e.g. after an execute()
+  // that failed). Its time is its wall time where synchronous(), else its
+  // device work's, between the events that bound it on the stream.
   virtual void time_next_call(int slot) = 0;
   // The time of the call timed into `slot`, once it has finished: nullopt
   // while its work still runs, unless `wait`, which waits for it as

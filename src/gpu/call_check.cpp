@@ -234,7 +234,7 @@ CheckedCall GpuTransport::check(const core::OpCall& call, const Options& options
 void GpuTransport::time_next_call(int slot) {
   RankResources& res = resources();
   if (slot < 0) {
-    res.armed_slot = -1;
+    res.armed_slots.clear();
   } else {
     res.arm_timed_span(slot);
   }

@@ -2,7 +2,7 @@
 // over the runtime this library was built for (gpu/rank_backend.hpp). The
 // group makes the ranks, runs and times them; each rank's communicator
 // (gpu/loopback_comm.hpp) checks, agrees on and enqueues its calls.
-#include "gpu/loopback_comm.hpp"
+#include "asynctp/loopback.hpp"
 
 #include <algorithm>
 #include <barrier>
@@ -10,13 +10,13 @@
 #include <cmath>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "asynctp/error.hpp"
-#include "asynctp/loopback.hpp"
 #include "asynctp/trace.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
@@ -24,11 +24,13 @@
 #include "core/rank_threads.hpp"
 #include "core/schedule.hpp"
 #include "core/signals.hpp"
+#include "core/tuning.hpp"
 #include "core/validate.hpp"
 #include "gpu/call_check.hpp"
 #include "gpu/check.hpp"
 #include "gpu/enqueue_call.hpp"
 #include "gpu/link.hpp"
+#include "gpu/loopback_comm.hpp"
 #include "gpu/loopback_state.hpp"
 #include "gpu/rank_backend.hpp"
 #include "gpu/reduce_scatter_enqueue.hpp"
@@ -120,8 +122,7 @@ void LoopbackComm::prepare_every_rank(const CheckedCall& checked, const core::Op
     }
     if (traced(checked, options)) {
       const int world = checked.problem.world_size;
-      res_.trace.prepare(DeviceTrace::marks_for(world, kMaxSignalPieces),
-                         world * kMaxSignalPieces);
+      res_.trace.prepare(DeviceTrace::marks_for(world, kMaxSignalPieces), world * kMaxSignalPieces);
     }
     ok = 1;
   } catch (...) {
@@ -409,37 +410,53 @@ std::vector<double> LoopbackGroup::time_calls(int iterations, const RankCall& ca
                                               const std::vector<void*>& streams) {
   (void)streams;  // each rank's span is recorded by its communicator
   const int world = world_size();
+  const std::size_t count = static_cast<std::size_t>(std::max(iterations, 0));
   // spans[i][r]: rank r's call of iteration i.
-  std::vector<std::vector<double>> spans(static_cast<std::size_t>(std::max(iterations, 0)),
+  std::vector<std::vector<double>> spans(count,
                                          std::vector<double>(static_cast<std::size_t>(world)));
-  const auto mean_span = [&](std::size_t i) {
-    double sum = 0;
-    for (double ms : spans[i]) sum += ms;
-    return sum / world;
-  };
+  // The calls run back to back, as a rank's calls do in a model's step: a
+  // wait after each would start the next on an idle device, and its span
+  // would then hold the host's enqueue of it. Each call's span goes into a
+  // slot of the rank's clock of its own, above the measured choice's, and
+  // is read once every call is done.
+  const auto slot_of = [](std::size_t i) { return core::kTimedCallSlots + static_cast<int>(i); };
   // Between iterations, so that no rank starts iteration i + 1 while rank 0
   // still reports iteration i.
   std::barrier<> iteration_start(world);
   run([&](Comm& comm) {
     const int r = comm.rank();
+    gpu::LoopbackComm& rank_comm = *state_->comms[static_cast<std::size_t>(r)];
     try {
-      for (std::size_t i = 0; i < spans.size(); ++i) {
+      for (std::size_t i = 0; i < count; ++i) {
         iteration_start.arrive_and_wait();
-        if (r == 0 && before)
-          before(static_cast<int>(i), i > 0 ? mean_span(i - 1) : std::optional<double>());
+        if (r == 0 && before) before(static_cast<int>(i), std::nullopt);
+        rank_comm.time_next_call(slot_of(i));
         call(comm, static_cast<int>(i));
-        comm.synchronize();
-        spans[i][static_cast<std::size_t>(r)] = last_call_ms(r);
       }
     } catch (...) {
       // A failing rank must not leave the others waiting at the barrier;
       // their next collective call then fails within the wait timeout.
       iteration_start.arrive_and_drop();
+      rank_comm.time_next_call(-1);
       throw;
     }
+    comm.synchronize();
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::optional<double> ms = rank_comm.timed_call_ms(slot_of(i), /*wait=*/true);
+      if (!ms) {
+        throw Error(ErrorCode::backend, "rank " + std::to_string(r) + ": iteration " +
+                                            std::to_string(i) +
+                                            " recorded no span (a captured call?)");
+      }
+      spans[i][static_cast<std::size_t>(r)] = *ms;
+    }
   });
-  std::vector<double> ms(spans.size());
-  for (std::size_t i = 0; i < ms.size(); ++i) ms[i] = mean_span(i);
+  std::vector<double> ms(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    double sum = 0;
+    for (double span : spans[i]) sum += span;
+    ms[i] = sum / world;
+  }
   return ms;
 }
 

@@ -43,8 +43,8 @@ void RankResources::wait_previous_call(rt::StreamHandle stream, bool capturing) 
 void RankResources::record_call_begin(rt::StreamHandle stream, bool capturing) {
   if (capturing) return;
   record(call_begin.get(), stream, "event record (call begin)");
-  if (armed_slot >= 0) {
-    TimedSpan& span = *timed[static_cast<std::size_t>(armed_slot)];
+  for (int slot : armed_slots) {
+    TimedSpan& span = *timed[static_cast<std::size_t>(slot)];
     span.recorded = false;
     record(span.begin.get(), stream, "event record (timed call begin)");
   }
@@ -54,18 +54,18 @@ void RankResources::record_call_end(rt::StreamHandle stream, bool capturing) {
   if (capturing) return;
   record(call_end.get(), stream, "event record (call end)");
   call_end_recorded = true;
-  if (armed_slot >= 0) {
-    TimedSpan& span = *timed[static_cast<std::size_t>(armed_slot)];
+  for (int slot : armed_slots) {
+    TimedSpan& span = *timed[static_cast<std::size_t>(slot)];
     record(span.end.get(), stream, "event record (timed call end)");
     span.recorded = true;
-    armed_slot = -1;
   }
+  armed_slots.clear();
 }
 
 void RankResources::arm_timed_span(int slot) {
   while (static_cast<int>(timed.size()) <= slot) timed.push_back(std::make_unique<TimedSpan>());
   timed[static_cast<std::size_t>(slot)]->recorded = false;
-  armed_slot = slot;
+  armed_slots.push_back(slot);
 }
 
 }  // namespace asynctp::gpu

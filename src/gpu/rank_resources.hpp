@@ -45,7 +45,9 @@ struct RankResources {
     bool recorded = false;
   };
   std::vector<std::unique_ptr<TimedSpan>> timed;
-  int armed_slot = -1;                          // the next uncaptured call's slot; -1: none
+  // The slots the next uncaptured call records its span into (a measuring
+  // call's, a timed iteration's).
+  std::vector<int> armed_slots;
   std::vector<std::unique_ptr<Event>> staged;   // per signal piece: in the bounce buffer
   std::vector<std::unique_ptr<Event>> arrived;  // per chunk: in gathered, signalled
   DeviceMemory flags;              // a flag per signal piece of every chunk (epoch protocol)
@@ -78,7 +80,7 @@ struct RankResources {
   void wait_previous_call(rt::StreamHandle stream, bool capturing);
   void record_call_begin(rt::StreamHandle stream, bool capturing);
   void record_call_end(rt::StreamHandle stream, bool capturing);
-  // The slot the next uncaptured call records its span into (made if new).
+  // A slot the next uncaptured call records its span into (made if new).
   void arm_timed_span(int slot);
 };
 

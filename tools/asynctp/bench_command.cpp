@@ -71,8 +71,9 @@ void measure_link(const Args& all, LinkChoice link, Problem& problem, Progress& 
     const std::string of =
         warmup ? "" : "round " + std::to_string(round) + "/" + std::to_string(args.iters) + " ";
     for (std::size_t i : timed) {
-      time_row(rows[i], *backend, options_for(args, rows[i].algorithm), warmup ? args.warmup : 0,
-               warmup ? 0 : 1, progress, label_of(link, rows[i].label) + of);
+      time_row(rows[i], *backend, options_for(args, rows[i].algorithm),
+               warmup ? args.warmup : kLeadCalls, warmup ? 0 : 1, progress,
+               label_of(link, rows[i].label) + of);
     }
     progress.set(label_of(link, "cublas") + (warmup ? "warmup" : of));
     const std::vector<double> ms = gemm.time((warmup ? args.warmup : 1) * gemms_per_round);

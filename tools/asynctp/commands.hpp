@@ -41,6 +41,11 @@ Options options_for(const Args& args, std::optional<Algorithm> algorithm, Trace*
 RunInfo plan_call(Backend& backend, const Options& options);
 RunInfo enqueue_call(Backend& backend, Comm& comm, Options options);
 
+// Untimed calls of a row ahead of each of its timed calls after the
+// warmup, so that the timed call runs back to back behind one, as a
+// model's calls do (on an idle GPU its span would hold the host's enqueue).
+inline constexpr int kLeadCalls = 1;
+
 // What the planner says of `row`'s call: its tiles and reason. One this
 // problem cannot run makes the row unavailable, or with `must_run` an error.
 void plan_row(Row& row, Backend& backend, const Options& options, bool must_run);

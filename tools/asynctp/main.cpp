@@ -206,8 +206,8 @@ int run_command(Args args, const std::string& command_line) {
       const int row_warmup = !plans[i].forced && tuning_on(options)
                                  ? std::max(args.warmup, kMaxTuningCalls + 1)
                                  : args.warmup;
-      const RunInfo ran = time_row(row, *backend, options, warmup ? row_warmup : 0, warmup ? 0 : 1,
-                                   progress, labels[i] + of);
+      const RunInfo ran = time_row(row, *backend, options, warmup ? row_warmup : kLeadCalls,
+                                   warmup ? 0 : 1, progress, labels[i] + of);
       if (!plans[i].forced) {  // name what rank 0's calls ran, and why
         row.algorithm = ran.algorithm;
         row.label = std::string("auto -> ") + to_string(ran.algorithm);

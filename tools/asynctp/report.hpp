@@ -37,7 +37,7 @@ struct Row {
   std::int64_t tile_n = 0;
   std::vector<double> iteration_ms;
   double median_ms = 0;
-  double predicted_ms = 0;  // the planner's cost model (RunInfo::predicted_ms); 0: none
+  double predicted_ms = 0;           // the planner's cost model (RunInfo::predicted_ms); 0: none
   std::optional<CheckResult> check;  // with --check
 };
 
