@@ -148,8 +148,10 @@ std::optional<int> CallTuner::start(const ProblemDesc& problem, Algorithm algori
   return std::nullopt;
 }
 
-void CallTuner::forget(const Started& s) {
-  int& started = entries_[key_of(s.problem)].started[slot_of(s.algorithm)];
+void CallTuner::forget(const Started& s) noexcept {
+  const auto it = entries_.find(key_of(s.problem));  // start() made it
+  if (it == entries_.end()) return;
+  int& started = it->second.started[slot_of(s.algorithm)];
   started = std::max(0, started - 1);
 }
 
@@ -163,18 +165,22 @@ void CallTuner::cancel(int slot) {
 
 void CallTuner::read_times(const std::function<std::optional<double>(int slot)>& read,
                            bool waited) {
-  std::vector<Started> still;
-  for (const Started& s : started_) {
+  // Each entry leaves the list as it is read, so that a read that throws
+  // leaves exactly the unread ones behind.
+  for (std::size_t i = 0; i < started_.size();) {
+    const Started s = started_[i];
     const std::optional<double> ms = read(s.slot);
+    if (!ms && !waited) {
+      ++i;
+      continue;
+    }
+    started_.erase(started_.begin() + static_cast<std::ptrdiff_t>(i));
     if (ms) {
       measured(s.problem, s.algorithm, *ms);
-    } else if (waited) {
-      forget(s);
     } else {
-      still.push_back(s);
+      forget(s);
     }
   }
-  started_ = std::move(still);
 }
 
 bool CallTuner::waits_for_times(const ProblemDesc& problem) const {

@@ -147,7 +147,7 @@ class CallTuner {
   };
   std::vector<Started> started_;  // oldest first
   // A started run that will not be read: its candidate is measured again.
-  void forget(const Started& s);
+  void forget(const Started& s) noexcept;
 };
 
 }  // namespace asynctp::core

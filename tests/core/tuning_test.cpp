@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,32 @@ TEST(CallTuner, TimesReadLaterCountForTheCallThatStartedThem) {
   EXPECT_DOUBLE_EQ(p.times[0].ms, 4);  // native: best of 5, 4
   EXPECT_DOUBLE_EQ(p.times[1].ms, 3);  // pipelined: best of 3, 3.5
   EXPECT_DOUBLE_EQ(p.times[2].ms, 6);  // decomposed: best of 6, 6.5
+}
+
+// A read that fails (the transport's wait threw) keeps what was read before
+// it and leaves the rest unread; abandon() then forgets those.
+TEST(CallTuner, AFailedReadKeepsWhatWasReadBeforeIt) {
+  CallTuner tuner;
+  std::vector<int> slots;
+  for (int i = 0; i < 3; ++i) {
+    const TuneProposal p = tuner.propose(problem(), Algorithm::native, kAll);
+    ASSERT_EQ(p.step, TuneStep::measure);
+    slots.push_back(tuner.start(problem(), p.algorithm).value());
+  }
+  const auto failing = [&](int slot) -> std::optional<double> {
+    if (slot == slots[0]) return 2.0;
+    throw std::runtime_error("device work failed");
+  };
+  EXPECT_THROW(tuner.read_times(failing, true), std::runtime_error);
+  EXPECT_TRUE(tuner.awaiting());
+  tuner.abandon();
+  EXPECT_FALSE(tuner.awaiting());
+  // Native's first run counted; its second and pipelined's first are measured again.
+  TuneProposal p = tuner.propose(problem(), Algorithm::native, kAll);
+  EXPECT_EQ(p.algorithm, Algorithm::native);
+  tuner.start(problem(), p.algorithm);
+  p = tuner.propose(problem(), Algorithm::native, kAll);
+  EXPECT_EQ(p.algorithm, Algorithm::pipelined);
 }
 
 // Every slot holds an unread time: start() says so, and slot_free() lets
