@@ -27,8 +27,8 @@
 #
 #   scripts/device/planner-grid.sh [-t] [-w "W..."] [-l "LINK..."] [-g "GB/s..."] [-p "OP..."] [iters]
 #   defaults: -w "8 4 2", -l "pcie arrival", -g "100 400 1600",
-#   -p all-gather-matmul, 5 iterations; SHAPES="MxNxK[:col] ..." replaces
-#   the shapes
+#   -p all-gather-matmul, 5 iterations (five times that where 2 M N K <
+#   2e11); SHAPES="MxNxK[:col] ..." replaces the shapes
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh >/dev/null
@@ -70,7 +70,7 @@ timeout 60 .devbin/gpu/asynctp run --backend cuda --world-size 8 -m 8192 -n 8192
 
 points="$OUT/grid-points.txt"
 : >"$points"
-echo "# planner-grid: ops {$ops}, W in {$worlds}, links {$links} (arrival at {$speeds} GB/s), $iters iterations, $(date -u +%FT%TZ)"
+echo "# planner-grid: ops {$ops}, W in {$worlds}, links {$links} (arrival at {$speeds} GB/s), $iters iterations (5x where 2 M N K < 2e11), $(date -u +%FT%TZ)"
 echo "# ms per rank (median); pred/meas = the cost model's predicted / measured time (n: native, p: pipelined, d: decomposed)"
 printf '%-4s %-2s %-12s %-20s %9s %9s %9s %-10s %7s %-17s %s\n' op W link shape native pipelined \
   decomposed pick speedup "pred/meas n/p/d" verdict
@@ -91,8 +91,12 @@ for world in $worlds; do
       extra=(--b-layout "$layout")
       if [ "$gbps" != "-" ]; then tag="$link-$gbps"; extra+=(--link-gbps "$gbps"); fi
       json="$OUT/grid-$op-w$world-$tag-${shape/:/-}.json"
+      # Calls under ~0.3 ms (2 M N K < 2e11) move 5-10 % from one call to the
+      # next, more than the verdict's 3 %: five times the iterations there.
+      point_iters=$iters
+      (( 2 * m * n * k < 200000000000 )) && point_iters=$((iters * 5))
       if ! timeout 120 .devbin/gpu/asynctp run --backend cuda --op "$op" --world-size "$world" \
-        --link "$link" "${extra[@]}" -m "$m" -n "$n" -k "$k" --iters "$iters" --warmup 2 "${tune[@]}" --json \
+        --link "$link" "${extra[@]}" -m "$m" -n "$n" -k "$k" --iters "$point_iters" --warmup 2 "${tune[@]}" --json \
         >"$json" 2>"$json.err"; then
         echo "$op $world $tag $shape failed: $(tail -n 1 "$json.err")"
         continue

@@ -64,11 +64,13 @@ TEST(CliArgs, TooBigForTheMachineIsRefusedBeforeAllocating) {
 }
 
 TEST(CliHelp, DocumentsEveryFlagAlgorithmAndVariable) {
-  const std::vector<std::string> flags = {
-      "--backend", "--world-size", "-m ",       "-n ",          "-k ",     "--algo",
-      "--dtype",   "--b-layout",   "--iters",   "--warmup",     "--check", "--json",
-      "--trace",   "--seed",       "--workers", "--timeout-ms", "--op",    "matmul-reduce-scatter",
-      "--no-gathered"};
+  const std::vector<std::string> flags = {"--backend",    "--world-size", "-m ",
+                                          "-n ",          "-k ",          "--algo",
+                                          "--dtype",      "--b-layout",   "--iters",
+                                          "--warmup",     "--check",      "--json",
+                                          "--trace",      "--seed",       "--workers",
+                                          "--timeout-ms", "--op",         "matmul-reduce-scatter",
+                                          "--no-gathered"};
   const std::vector<std::string> words = {
       "native",         "pipelined",      "decomposed",
       "auto",           "ASYNCTP_ALGO",   "ASYNCTP_WAIT_TIMEOUT_MS",

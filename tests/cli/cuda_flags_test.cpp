@@ -320,9 +320,9 @@ TEST(CliCudaRun, TraceHoldsTheDeviceTimeline) {
   TempDir dir;
   const std::string path = dir.file("trace.json");
   const ToolResult r =
-      run_tool({"run", "--backend", "cuda", "--world-size", "2", "-m", "512", "-n", "256", "-k",
-                "256", "--iters", "2", "--algo", "all", "--json", "--link", "pcie", "--trace",
-                path},
+      run_tool({"run", "--backend", "cuda",   "--world-size", "2",       "-m", "512",
+                "-n",  "256",       "-k",     "256",          "--iters", "2",  "--algo",
+                "all", "--json",    "--link", "pcie",         "--trace", path},
                {kMachineGpus, {"ASYNCTP_NATIVE_TAIL", "kernel"}});  // every chunk in the kernel
   if (r.exit_code != 0 && cuda_unusable(r)) GTEST_SKIP() << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

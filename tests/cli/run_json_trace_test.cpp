@@ -87,6 +87,9 @@ TEST(CliJson, TuneAddsAnAutoRowThatRunsTheMeasuredChoice) {
   const std::string& why = tuned["reason"].string;
   EXPECT_NE(why.find("measured choice: native "), std::string::npos) << why;
   EXPECT_NE(why.find("kept for this problem"), std::string::npos) << why;
+  EXPECT_TRUE(tuned["measured_choice"].boolean);
+  EXPECT_FALSE(tuned["planner_choice"].boolean);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_FALSE(algos[i]["measured_choice"].boolean);
   // Without --tune (and ASYNCTP_TUNE unset) the table is the three rows.
   const ToolResult plain = run_tool(small({"--json"}));
   ASSERT_EQ(plain.exit_code, 0) << plain.err;

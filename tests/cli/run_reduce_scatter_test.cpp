@@ -67,7 +67,8 @@ TEST(CliReduceScatter, TableNamesTheOpAndItsShapes) {
   for (const char* algo : {"native ", "pipelined ", "decomposed "}) {
     EXPECT_TRUE(contains(line_starting(r.out, algo), "ok")) << r.out;
   }
-  EXPECT_TRUE(contains(r.out, "# check: all 4 ranks within an error bound computed from the inputs"))
+  EXPECT_TRUE(
+      contains(r.out, "# check: all 4 ranks within an error bound computed from the inputs"))
       << r.out;
   EXPECT_FALSE(contains(r.out, "gathered A")) << "the reduce-scatter gathers nothing:\n" << r.out;
 }

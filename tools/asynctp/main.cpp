@@ -212,6 +212,8 @@ int run_command(Args args, const std::string& command_line) {
         row.algorithm = ran.algorithm;
         row.label = std::string("auto -> ") + to_string(ran.algorithm);
         row.reason = ran.reason;
+        row.measured_choice = ran.reason.rfind("measured choice: ", 0) == 0;
+        if (row.measured_choice) row.planner_choice = false;
       }
     }
   }

@@ -191,6 +191,7 @@ std::string table_row(const Report& r, const std::vector<Column>& columns, const
   if (!row.available) return cells + "   unavailable: " + row.reason + "\n";
   std::string status = row.check && !row.check->ok ? "WRONG" : "ok";
   if (row.planner_choice) status += "  <- planner";
+  if (row.measured_choice) status += "  <- measured choice";
   if (!row.algorithm) status += " (T_gemm)";
   return cells + "   " + status + "\n";
 }
@@ -334,6 +335,7 @@ void json_run_row(JsonWriter& j, const Report& r, const Row& row) {
   // Why it cannot run, or the plan it ran with (native: its kernel config).
   j.field("reason", row.reason);
   j.field("planner_choice", row.planner_choice);
+  j.field("measured_choice", row.measured_choice);
   if (row.available && row.algorithm == Algorithm::native) {
     j.field("tile_m", row.tile_m);
     j.field("tile_n", row.tile_n);

@@ -33,7 +33,8 @@ struct Row {
   bool available = true;
   std::string reason;  // the planner's reason; why not, when unavailable
   bool planner_choice = false;
-  std::int64_t tile_m = 0;  // native only
+  bool measured_choice = false;  // auto's calls ran the measured choice's pick
+  std::int64_t tile_m = 0;       // native only
   std::int64_t tile_n = 0;
   std::vector<double> iteration_ms;
   double median_ms = 0;
