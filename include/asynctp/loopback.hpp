@@ -97,9 +97,9 @@ class LoopbackGroup final : public RankGroup {
   // spans are what W ranks on W GPUs would each take, without the gaps
   // between one virtual rank's call and the next that a real rank never
   // waits through. The iterations run back to back, each rank's calls
-  // waited for once after the last (not after each: the next call would
-  // then start on an idle device, and its span would hold the host's
-  // enqueue of it); `before` gets no time of the previous iteration.
+  // waited for after every 64 and after the last (not after each: the next
+  // call would then start on an idle device, and its span would hold the
+  // host's enqueue of it); `before` gets no time of the previous iteration.
   std::vector<double> time_calls(int iterations, const RankCall& call,
                                  const BeforeIteration& before = {},
                                  const std::vector<void*>& streams = {}) override;

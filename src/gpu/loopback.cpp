@@ -417,38 +417,50 @@ std::vector<double> LoopbackGroup::time_calls(int iterations, const RankCall& ca
   // The calls run back to back, as a rank's calls do in a model's step: a
   // wait after each would start the next on an idle device, and its span
   // would then hold the host's enqueue of it. Each call's span goes into a
-  // slot of the rank's clock of its own, above the measured choice's, and
-  // is read once every call is done.
-  const auto slot_of = [](std::size_t i) { return core::kTimedCallSlots + static_cast<int>(i); };
+  // slot of the rank's clock of its own, above the measured choice's; the
+  // spans are read after every kWindow calls (one wait each), so that the
+  // slots, two events each, stay few however many calls are timed.
+  constexpr std::size_t kWindow = 64;
+  const auto slot_of = [](std::size_t i) {
+    return core::kTimedCallSlots + static_cast<int>(i % kWindow);
+  };
   // Between iterations, so that no rank starts iteration i + 1 while rank 0
   // still reports iteration i.
   std::barrier<> iteration_start(world);
   run([&](Comm& comm) {
     const int r = comm.rank();
     gpu::LoopbackComm& rank_comm = *state_->comms[static_cast<std::size_t>(r)];
+    const auto read_spans = [&](std::size_t first, std::size_t end) {
+      comm.synchronize();
+      for (std::size_t i = first; i < end; ++i) {
+        const std::optional<double> ms = rank_comm.timed_call_ms(slot_of(i), /*wait=*/true);
+        if (!ms) {
+          throw Error(ErrorCode::backend, "rank " + std::to_string(r) + ": iteration " +
+                                              std::to_string(i) +
+                                              " recorded no span (a captured call?)");
+        }
+        spans[i][static_cast<std::size_t>(r)] = *ms;
+      }
+    };
     try {
+      std::size_t unread = 0;
       for (std::size_t i = 0; i < count; ++i) {
         iteration_start.arrive_and_wait();
         if (r == 0 && before) before(static_cast<int>(i), std::nullopt);
         rank_comm.time_next_call(slot_of(i));
         call(comm, static_cast<int>(i));
+        if (i + 1 - unread == kWindow) {
+          read_spans(unread, i + 1);
+          unread = i + 1;
+        }
       }
+      read_spans(unread, count);
     } catch (...) {
       // A failing rank must not leave the others waiting at the barrier;
       // their next collective call then fails within the wait timeout.
       iteration_start.arrive_and_drop();
       rank_comm.time_next_call(-1);
       throw;
-    }
-    comm.synchronize();
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::optional<double> ms = rank_comm.timed_call_ms(slot_of(i), /*wait=*/true);
-      if (!ms) {
-        throw Error(ErrorCode::backend, "rank " + std::to_string(r) + ": iteration " +
-                                            std::to_string(i) +
-                                            " recorded no span (a captured call?)");
-      }
-      spans[i][static_cast<std::size_t>(r)] = *ms;
     }
   });
   std::vector<double> ms(count);
