@@ -168,7 +168,11 @@ RunInfo run_collective(Transport& transport, const core::OpCall& call, const Opt
     mine.problem = checked.problem;
     mine.plan = checked.plan;
     mine.shard = call.a;
-    if (tunes(checked)) mine.tune = propose_tuning(transport, call, options, checked);
+    if (tunes(checked)) {
+      mine.tune = propose_tuning(transport, call, options, checked);
+      // The group may run any candidate of this rank's: its record says so.
+      mine.plan.runnable |= transport.tuner().candidate_bits(checked.problem);
+    }
     mine.ok = true;
   } catch (const Error& e) {
     local_error = std::current_exception();

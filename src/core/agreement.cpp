@@ -187,13 +187,16 @@ std::string find_disagreement(const std::vector<CallRecord>& records) {
 
 Plan agreed_plan(const std::vector<CallRecord>& records, int rank) {
   const Plan& own = records[static_cast<std::size_t>(rank)].plan;
-  // The measured choice, where every rank's proposal says the same. A rank
-  // proposes only algorithms it can run (its tuner's candidates: what its
-  // check passes when forced), so every rank can run what they name.
+  // The measured choice, where every rank's proposal says the same and
+  // every rank can run what it names (a tuning rank's record offers its
+  // tuner's candidates: what its check passes when forced).
   std::vector<TuneProposal> proposals;
   for (const CallRecord& r : records) proposals.push_back(r.tune);
   const TuneVerdict tuned = resolve_tuning(proposals);
-  if (tuned.action != TuneAction::none) {
+  if (tuned.action != TuneAction::none &&
+      std::all_of(records.begin(), records.end(), [&](const CallRecord& r) {
+        return (r.plan.runnable & algorithm_bit(tuned.algorithm)) != 0;
+      })) {
     Plan plan;
     if (tuned.algorithm == own.algorithm) plan = own;
     plan.algorithm = tuned.algorithm;

@@ -183,6 +183,15 @@ void CallTuner::read_times(const std::function<std::optional<double>(int slot)>&
   }
 }
 
+unsigned CallTuner::candidate_bits(const ProblemDesc& problem) const {
+  const auto it = entries_.find(key_of(problem));
+  unsigned bits = 0;
+  if (it != entries_.end()) {
+    for (Algorithm a : it->second.candidates) bits |= algorithm_bit(a);
+  }
+  return bits;
+}
+
 bool CallTuner::waits_for_times(const ProblemDesc& problem) const {
   const auto it = entries_.find(key_of(problem));
   if (it == entries_.end() || it->second.kept || it->second.candidates.size() < 2) return false;

@@ -89,6 +89,8 @@ class CallTuner {
   // fixed at the first call of a problem: `planned`, then the rest of
   // `runnable` from the most ambitious down.
   TuneProposal propose(const ProblemDesc& problem, Algorithm planned, unsigned runnable);
+  // The algorithm bits of `problem`'s candidates (0 before its first proposal).
+  unsigned candidate_bits(const ProblemDesc& problem) const;
   // Whether `problem` has been proposed for (its candidates are fixed).
   bool knows(const ProblemDesc& problem) const { return entries_.count(key_of(problem)) != 0; }
   // This rank's time of a call that ran `algorithm` for `problem`
