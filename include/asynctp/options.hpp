@@ -65,9 +65,10 @@ struct ArrivalHooks {
   std::function<void(int rank, int chunk)> before_compute;
 };
 
-// The measured choice's calls of one problem before its choice runs: two of
-// each of at most three algorithms.
-inline constexpr int kMaxTuningCalls = 6;
+// The measured choice's calls of one problem before its choice runs, at
+// most: six of each of at most three algorithms where the calls are short
+// (two each where they are not).
+inline constexpr int kMaxTuningCalls = 18;
 
 struct Options {
   std::optional<Algorithm> algorithm;           // ASYNCTP_ALGO

@@ -67,6 +67,7 @@ CheckedCall adopt_group_plan(const Transport& transport, const core::OpCall& cal
   adopted.plan.reason = agreed.reason;
   adopted.plan.runnable = agreed.runnable;
   adopted.plan.tune = agreed.tune;
+  adopted.plan.tune_runs = agreed.tune_runs;
   return adopted;
 }
 
@@ -140,7 +141,8 @@ std::uint32_t execute_call(Transport& transport, const core::OpCall& call,
     return transport.execute(call, checked, options);
   }
   core::CallTuner& tuner = transport.tuner();
-  const std::optional<int> slot = tuner.start(checked.problem, checked.plan.algorithm);
+  const std::optional<int> slot =
+      tuner.start(checked.problem, checked.plan.algorithm, checked.plan.tune_runs);
   transport.time_next_call(slot.value_or(-1));
   try {
     return transport.execute(call, checked, options);
@@ -191,6 +193,7 @@ RunInfo run_collective(Transport& transport, const core::OpCall& call, const Opt
   } else if (mine.plan.tune != core::TuneAction::none) {
     checked.plan.reason = mine.plan.reason;
     checked.plan.tune = mine.plan.tune;
+    checked.plan.tune_runs = mine.plan.tune_runs;
   }
   if (checked.plan.tune == core::TuneAction::kept) {
     // Every rank kept the same choice for the same reason: its times.

@@ -191,8 +191,12 @@ Plan agreed_plan(const std::vector<CallRecord>& records, int rank) {
   // every rank can run what it names (a tuning rank's record offers its
   // tuner's candidates: what its check passes when forced).
   std::vector<TuneProposal> proposals;
-  for (const CallRecord& r : records) proposals.push_back(r.tune);
-  const TuneVerdict tuned = resolve_tuning(proposals);
+  double largest_flops = 0;
+  for (const CallRecord& r : records) {
+    proposals.push_back(r.tune);
+    largest_flops = std::max(largest_flops, r.problem.flops());
+  }
+  const TuneVerdict tuned = resolve_tuning(proposals, tune_runs_per_candidate(largest_flops));
   if (tuned.action != TuneAction::none &&
       std::all_of(records.begin(), records.end(), [&](const CallRecord& r) {
         return (r.plan.runnable & algorithm_bit(tuned.algorithm)) != 0;
@@ -203,6 +207,7 @@ Plan agreed_plan(const std::vector<CallRecord>& records, int rank) {
     plan.runnable = own.runnable;
     plan.reason = tuned.reason + (own.reason.empty() ? "" : "; the planner: " + own.reason);
     plan.tune = tuned.action;
+    plan.tune_runs = tuned.runs;
     return plan;
   }
   const std::optional<Algorithm> together = group_algorithm(records);

@@ -22,7 +22,7 @@ std::vector<Algorithm> candidates_of(const TuneProposal& p) {
   return out;
 }
 
-TuneVerdict choose(const std::vector<TuneProposal>& proposals) {
+TuneVerdict choose(const std::vector<TuneProposal>& proposals, int runs) {
   const std::vector<Algorithm> candidates = candidates_of(proposals.front());
   std::vector<double> slowest(candidates.size(), 0.0);
   for (const TuneProposal& p : proposals) {
@@ -42,14 +42,19 @@ TuneVerdict choose(const std::vector<TuneProposal>& proposals) {
     v.reason +=
         std::string(i ? ", " : "") + to_string(candidates[i]) + " " + format_ms(slowest[i]) + " ms";
   }
-  v.reason += " (the slowest rank's best of " + std::to_string(kTuneRunsPerCandidate) +
+  v.runs = runs;
+  v.reason += " (the slowest rank's best of " + std::to_string(runs) +
               " calls each; kept for this problem)";
   return v;
 }
 
 }  // namespace
 
-TuneVerdict resolve_tuning(const std::vector<TuneProposal>& proposals) {
+int tune_runs_per_candidate(double largest_flops) noexcept {
+  return largest_flops < kShortCallFlops ? kShortCallTuneRuns : kTuneRunsPerCandidate;
+}
+
+TuneVerdict resolve_tuning(const std::vector<TuneProposal>& proposals, int runs) {
   if (proposals.empty()) return {};
   const TuneProposal& first = proposals.front();
   const auto all = [&](auto same) { return std::all_of(proposals.begin(), proposals.end(), same); };
@@ -64,14 +69,14 @@ TuneVerdict resolve_tuning(const std::vector<TuneProposal>& proposals) {
         return {};
       }
       if (first.step == TuneStep::kept) {
-        return {TuneAction::kept, first.algorithm,
+        return {TuneAction::kept, first.algorithm, runs,
                 std::string("measured choice: ") + to_string(first.algorithm) +
                     ", kept from this problem's first calls"};
       }
-      return {TuneAction::measure, first.algorithm,
+      return {TuneAction::measure, first.algorithm, runs,
               std::string("measured choice: measuring ") + to_string(first.algorithm) +
-                  " (every algorithm the group can run gets " +
-                  std::to_string(kTuneRunsPerCandidate) + " calls first)"};
+                  " (every algorithm the group can run gets " + std::to_string(runs) +
+                  " calls first, in turn)"};
     case TuneStep::complete: {
       const std::vector<Algorithm> candidates = candidates_of(first);
       if (candidates.empty() || !std::all_of(candidates.begin(), candidates.end(), concrete) ||
@@ -82,7 +87,7 @@ TuneVerdict resolve_tuning(const std::vector<TuneProposal>& proposals) {
           })) {
         return {};
       }
-      return choose(proposals);
+      return choose(proposals, runs);
     }
   }
   return {};
@@ -108,18 +113,27 @@ TuneProposal CallTuner::propose(const ProblemDesc& problem, Algorithm planned, u
     return p;
   }
   if (e.candidates.size() < 2) return p;  // nothing to choose between
+  // The candidate with the fewest runs started, the earlier on a tie: one
+  // call of each per round.
+  std::optional<Algorithm> next;
+  int fewest = e.runs_wanted;
   for (Algorithm a : e.candidates) {
     const std::size_t i = slot_of(a);
-    if (std::max(e.started[i], e.runs[i]) < kTuneRunsPerCandidate) {
-      p.step = TuneStep::measure;
-      p.algorithm = a;
-      return p;
+    const int done = std::max(e.started[i], e.runs[i]);
+    if (done < fewest) {
+      fewest = done;
+      next = a;
     }
+  }
+  if (next) {
+    p.step = TuneStep::measure;
+    p.algorithm = *next;
+    return p;
   }
   // Every run started; a time not yet read leaves nothing to propose (the
   // call flow reads them first: waits_for_times).
   for (Algorithm a : e.candidates) {
-    if (e.runs[slot_of(a)] < kTuneRunsPerCandidate) return p;
+    if (e.runs[slot_of(a)] < e.runs_wanted) return p;
   }
   p.step = TuneStep::complete;
   for (Algorithm a : e.candidates) p.times.push_back({a, e.best[slot_of(a)]});
@@ -135,14 +149,16 @@ void CallTuner::measured(const ProblemDesc& problem, Algorithm algorithm, double
   ++runs;
 }
 
-std::optional<int> CallTuner::start(const ProblemDesc& problem, Algorithm algorithm) {
+std::optional<int> CallTuner::start(const ProblemDesc& problem, Algorithm algorithm, int runs) {
   if (!concrete(algorithm)) return std::nullopt;
+  Entry& e = entries_[key_of(problem)];
+  e.runs_wanted = std::max(e.runs_wanted, runs);
   for (int slot = 0; slot < kTimedCallSlots; ++slot) {
     const bool busy = std::any_of(started_.begin(), started_.end(),
                                   [&](const Started& s) { return s.slot == slot; });
     if (busy) continue;
     started_.push_back({problem, algorithm, slot});
-    ++entries_[key_of(problem)].started[slot_of(algorithm)];
+    ++e.started[slot_of(algorithm)];
     return slot;
   }
   return std::nullopt;
@@ -199,8 +215,8 @@ bool CallTuner::waits_for_times(const ProblemDesc& problem) const {
   bool unread = false;
   for (Algorithm a : e.candidates) {
     const std::size_t i = slot_of(a);
-    if (std::max(e.started[i], e.runs[i]) < kTuneRunsPerCandidate) return false;
-    unread = unread || e.runs[i] < kTuneRunsPerCandidate;
+    if (std::max(e.started[i], e.runs[i]) < e.runs_wanted) return false;
+    unread = unread || e.runs[i] < e.runs_wanted;
   }
   return unread;
 }

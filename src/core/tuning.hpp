@@ -30,15 +30,26 @@
 
 namespace asynctp::core {
 
-// Calls per candidate: the first run of an algorithm may pay one-time costs
-// (a library handle, a workspace, a kernel's first load); the best of two
-// is kept.
+// Calls per candidate. The first run of an algorithm may pay one-time costs
+// (a library handle, a workspace, a kernel's first load), so each gets at
+// least two and its best is kept. Short calls get more: under about a tenth
+// of a millisecond the algorithms lie within 5-15 % of each other while one
+// algorithm's time moves 5-10 % from call to call (bench/NOTES.md), and the
+// best of two does not see through that.
 inline constexpr int kTuneRunsPerCandidate = 2;
-static_assert(kTuneRunsPerCandidate * 3 == kMaxTuningCalls, "asynctp/options.hpp states it");
+inline constexpr int kShortCallTuneRuns = 6;
+// A call is short where the group's largest GEMM does fewer flops than this
+// (about 0.3 ms of an H100's dense bf16 peak).
+inline constexpr double kShortCallFlops = 2e11;
+static_assert(kShortCallTuneRuns * 3 == kMaxTuningCalls, "asynctp/options.hpp states it");
+
+// The group's calls per candidate, from its largest GEMM's flops (the same
+// on every rank when taken over every rank's problem).
+int tune_runs_per_candidate(double largest_flops) noexcept;
 
 // Measuring calls whose times may be unread at once, per rank: one problem's
 // (kMaxTuningCalls) and a few of problems interleaved with it.
-inline constexpr int kTimedCallSlots = 8;
+inline constexpr int kTimedCallSlots = kMaxTuningCalls + 6;
 
 // What a rank's tuner says of its next call of a problem.
 enum class TuneStep : std::uint8_t {
@@ -70,15 +81,18 @@ enum class TuneAction : std::uint8_t {
 struct TuneVerdict {
   TuneAction action = TuneAction::none;
   Algorithm algorithm = Algorithm::decomposed;
-  std::string reason;  // for the plan's reason; empty for TuneAction::none
+  int runs = kTuneRunsPerCandidate;  // the group's calls per candidate
+  std::string reason;                // for the plan's reason; empty for TuneAction::none
 };
 
-// The same verdict on every rank, from the proposals in rank order: measure
-// when every rank proposes the same candidate; choose when every rank has
+// The same verdict on every rank, from the proposals in rank order and the
+// group's calls per candidate (`runs`): measure when every rank proposes the
+// same candidate; choose when every rank has
 // timed the same candidates (the least of each candidate's slowest rank's
 // time, a tie to the earlier candidate); kept when every rank keeps the same
 // algorithm; otherwise none.
-TuneVerdict resolve_tuning(const std::vector<TuneProposal>& proposals);
+TuneVerdict resolve_tuning(const std::vector<TuneProposal>& proposals,
+                           int runs = kTuneRunsPerCandidate);
 
 // One rank's measurements, per problem. Not thread-safe: a rank's calls are
 // made one at a time.
@@ -87,7 +101,9 @@ class CallTuner {
   // The proposal for this rank's next call of `problem`, whose own plan
   // chose `planned` and can run `runnable` (algorithm_bit). The candidates,
   // fixed at the first call of a problem: `planned`, then the rest of
-  // `runnable` from the most ambitious down.
+  // `runnable` from the most ambitious down. They are measured in turn, one
+  // call each per round, so that a device's clocks drifting over the
+  // measuring calls weigh on every candidate alike.
   TuneProposal propose(const ProblemDesc& problem, Algorithm planned, unsigned runnable);
   // The algorithm bits of `problem`'s candidates (0 before its first proposal).
   unsigned candidate_bits(const ProblemDesc& problem) const;
@@ -111,8 +127,11 @@ class CallTuner {
   // choose.
   //
   // The slot a measuring call of `algorithm` for `problem` is timed into,
-  // or nullopt when every slot holds a time still to be read.
-  std::optional<int> start(const ProblemDesc& problem, Algorithm algorithm);
+  // or nullopt when every slot holds a time still to be read. `runs`: the
+  // group's calls per candidate (TuneVerdict::runs), the same at every
+  // measuring call of the problem.
+  std::optional<int> start(const ProblemDesc& problem, Algorithm algorithm,
+                           int runs = kTuneRunsPerCandidate);
   // The call started for `slot` did not run (its execute() failed).
   void cancel(int slot);
   // Reads the started calls' times: read(slot) is the time, or nullopt
@@ -134,9 +153,10 @@ class CallTuner {
   using Key = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, int, int, bool>;
   struct Entry {
     std::vector<Algorithm> candidates;
-    std::array<int, 3> started{};  // runs started, read or not; by Algorithm's value
-    std::array<int, 3> runs{};     // runs whose time was read
-    std::array<double, 3> best{};  // ms, valid where runs > 0
+    std::array<int, 3> started{};             // runs started, read or not; by Algorithm's value
+    std::array<int, 3> runs{};                // runs whose time was read
+    std::array<double, 3> best{};             // ms, valid where runs > 0
+    int runs_wanted = kTuneRunsPerCandidate;  // per candidate, as the group said
     std::optional<Algorithm> kept;
     std::string kept_reason;
   };

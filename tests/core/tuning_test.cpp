@@ -32,27 +32,28 @@ const unsigned kAll = kEveryAlgorithmBit;
 
 TEST(CallTuner, ProposesEachCandidateInTurnThenItsBestTimes) {
   CallTuner tuner;
-  const std::vector<Algorithm> order = {Algorithm::pipelined, Algorithm::native,
+  // The planner's pick first, then the rest from the most ambitious down;
+  // one call of each per round.
+  const std::vector<Algorithm> round = {Algorithm::pipelined, Algorithm::native,
                                         Algorithm::decomposed};
   double ms = 10;
-  for (Algorithm expected : order) {
-    for (int run = 0; run < kTuneRunsPerCandidate; ++run) {
+  for (int run = 0; run < kTuneRunsPerCandidate; ++run) {
+    for (Algorithm expected : round) {
       SCOPED_TRACE(std::string(to_string(expected)) + " run " + std::to_string(run));
-      // The planner's pick first, then the rest from the most ambitious down.
       const TuneProposal p = tuner.propose(problem(), Algorithm::pipelined, kAll);
       EXPECT_EQ(p.step, TuneStep::measure);
       EXPECT_EQ(p.algorithm, expected);
       tuner.measured(problem(), p.algorithm, ms);
-      ms -= 1;  // the second run is the faster: the best is kept
+      ms -= 1;  // the second round is the faster: the best is kept
     }
   }
   const TuneProposal done = tuner.propose(problem(), Algorithm::pipelined, kAll);
   EXPECT_EQ(done.step, TuneStep::complete);
   ASSERT_EQ(done.times.size(), 3u);
   EXPECT_EQ(done.times[0].algorithm, Algorithm::pipelined);
-  EXPECT_DOUBLE_EQ(done.times[0].ms, 9);
+  EXPECT_DOUBLE_EQ(done.times[0].ms, 7);
   EXPECT_EQ(done.times[1].algorithm, Algorithm::native);
-  EXPECT_DOUBLE_EQ(done.times[1].ms, 7);
+  EXPECT_DOUBLE_EQ(done.times[1].ms, 6);
   EXPECT_EQ(done.times[2].algorithm, Algorithm::decomposed);
   EXPECT_DOUBLE_EQ(done.times[2].ms, 5);
   // Another problem has its own state.
@@ -78,9 +79,9 @@ TEST(CallTuner, TimesReadLaterCountForTheCallThatStartedThem) {
   const auto read = [&](int slot) { return clock[slot]; };
   EXPECT_FALSE(tuner.awaiting());
   std::vector<int> slots;
-  // Six calls back to back, none finished yet: each candidate twice.
-  for (Algorithm expected : {Algorithm::native, Algorithm::native, Algorithm::pipelined,
-                             Algorithm::pipelined, Algorithm::decomposed, Algorithm::decomposed}) {
+  // Six calls back to back, none finished yet: each candidate twice, in turn.
+  for (Algorithm expected : {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed,
+                             Algorithm::native, Algorithm::pipelined, Algorithm::decomposed}) {
     EXPECT_FALSE(tuner.waits_for_times(problem()));
     const TuneProposal p = tuner.propose(problem(), Algorithm::native, kAll);
     ASSERT_EQ(p.step, TuneStep::measure);
@@ -98,7 +99,7 @@ TEST(CallTuner, TimesReadLaterCountForTheCallThatStartedThem) {
   // Another problem is not held up by this one's.
   EXPECT_FALSE(tuner.waits_for_times(problem(512)));
   // Some finish: read without waiting.
-  const double times[] = {5, 4, 3, 3.5, 6, 7};
+  const double times[] = {5, 3, 6, 4, 3.5, 7};
   for (int i : {0, 1, 2}) clock[slots[static_cast<std::size_t>(i)]] = times[i];
   tuner.read_times(read, false);
   EXPECT_TRUE(tuner.waits_for_times(problem()));
@@ -147,12 +148,16 @@ TEST(CallTuner, AFailedReadKeepsWhatWasReadBeforeIt) {
   EXPECT_TRUE(tuner.awaiting());
   tuner.abandon();
   EXPECT_FALSE(tuner.awaiting());
-  // Native's first run counted; its second and pipelined's first are measured again.
+  // Native's first run counted; pipelined's and decomposed's first runs are
+  // measured again before native's second.
   TuneProposal p = tuner.propose(problem(), Algorithm::native, kAll);
-  EXPECT_EQ(p.algorithm, Algorithm::native);
+  EXPECT_EQ(p.algorithm, Algorithm::pipelined);
   tuner.start(problem(), p.algorithm);
   p = tuner.propose(problem(), Algorithm::native, kAll);
-  EXPECT_EQ(p.algorithm, Algorithm::pipelined);
+  EXPECT_EQ(p.algorithm, Algorithm::decomposed);
+  tuner.start(problem(), p.algorithm);
+  p = tuner.propose(problem(), Algorithm::native, kAll);
+  EXPECT_EQ(p.algorithm, Algorithm::native);
 }
 
 // Every slot holds an unread time: start() says so, and slot_free() lets
@@ -181,6 +186,42 @@ TEST(CallTuner, OneCandidateHasNothingToMeasure) {
       TuneStep::none);
 }
 
+// The group's calls per candidate arrive with the first measuring call
+// (start's `runs`) and hold for the problem: short calls get six rounds.
+TEST(CallTuner, TheGroupsRunsPerCandidateDecideWhenTheTimesAreComplete) {
+  CallTuner tuner;
+  for (int run = 0; run < kShortCallTuneRuns; ++run) {
+    for (Algorithm expected : {Algorithm::native, Algorithm::decomposed}) {
+      SCOPED_TRACE(std::string(to_string(expected)) + " run " + std::to_string(run));
+      EXPECT_FALSE(tuner.waits_for_times(problem()));
+      const TuneProposal p =
+          tuner.propose(problem(), Algorithm::native,
+                        algorithm_bit(Algorithm::native) | algorithm_bit(Algorithm::decomposed));
+      ASSERT_EQ(p.step, TuneStep::measure);
+      ASSERT_EQ(p.algorithm, expected);
+      // The group says six at every measuring call; later calls say no less.
+      ASSERT_TRUE(tuner.start(problem(), p.algorithm, run == 0 ? kShortCallTuneRuns : 2));
+    }
+  }
+  EXPECT_TRUE(tuner.waits_for_times(problem()));
+  double ms = 9;
+  tuner.read_times([&](int) { return std::optional<double>(ms -= 0.5); }, true);
+  const TuneProposal done = tuner.propose(problem(), Algorithm::native, kAll);
+  ASSERT_EQ(done.step, TuneStep::complete);
+  ASSERT_EQ(done.times.size(), 2u);
+  EXPECT_DOUBLE_EQ(done.times[0].ms, 3.5);  // native's sixth run, the last but one read
+  EXPECT_DOUBLE_EQ(done.times[1].ms, 3.0);
+}
+
+TEST(TuneRuns, ShortCallsGetMoreRunsPerCandidate) {
+  EXPECT_EQ(tune_runs_per_candidate(1e9), kShortCallTuneRuns);
+  EXPECT_EQ(tune_runs_per_candidate(kShortCallFlops * 0.99), kShortCallTuneRuns);
+  EXPECT_EQ(tune_runs_per_candidate(kShortCallFlops), kTuneRunsPerCandidate);
+  EXPECT_EQ(tune_runs_per_candidate(1e13), kTuneRunsPerCandidate);
+  EXPECT_LE(kShortCallTuneRuns * 3, kMaxTuningCalls);
+  EXPECT_LT(kMaxTuningCalls, kTimedCallSlots);
+}
+
 TuneProposal measure(Algorithm a) { return {TuneStep::measure, a, {}}; }
 TuneProposal complete(double native, double pipelined) {
   return {TuneStep::complete,
@@ -193,6 +234,11 @@ TEST(ResolveTuning, MeasuresOnlyWhatEveryRankProposes) {
   EXPECT_EQ(same.action, TuneAction::measure);
   EXPECT_EQ(same.algorithm, Algorithm::native);
   EXPECT_NE(same.reason.find("measuring native"), std::string::npos) << same.reason;
+  EXPECT_EQ(same.runs, kTuneRunsPerCandidate);
+  const TuneVerdict six =
+      resolve_tuning({measure(Algorithm::native), measure(Algorithm::native)}, 6);
+  EXPECT_EQ(six.runs, 6);
+  EXPECT_NE(six.reason.find("gets 6 calls"), std::string::npos) << six.reason;
   EXPECT_EQ(resolve_tuning({measure(Algorithm::native), measure(Algorithm::pipelined)}).action,
             TuneAction::none);
   EXPECT_EQ(resolve_tuning({measure(Algorithm::native), TuneProposal{}}).action, TuneAction::none);
@@ -206,6 +252,8 @@ TEST(ResolveTuning, ChoosesTheLeastOfEachCandidatesSlowestRank) {
   EXPECT_EQ(v.action, TuneAction::choose);
   EXPECT_EQ(v.algorithm, Algorithm::pipelined);
   EXPECT_NE(v.reason.find("native 3.000 ms, pipelined 2.100 ms"), std::string::npos) << v.reason;
+  EXPECT_NE(resolve_tuning({complete(1.0, 2.0)}, 6).reason.find("best of 6 calls"),
+            std::string::npos);
   // A tie goes to the earlier candidate (the planner's pick comes first).
   EXPECT_EQ(resolve_tuning({complete(2.0, 2.0)}).algorithm, Algorithm::native);
   // Ranks that timed other candidates do not decide.
@@ -243,6 +291,7 @@ TEST(AgreedPlan, TheMeasuredChoiceRunsWhereEveryRankProposesIt) {
     const Plan plan = agreed_plan(records, rank);
     EXPECT_EQ(plan.algorithm, Algorithm::pipelined);
     EXPECT_EQ(plan.tune, TuneAction::measure);
+    EXPECT_EQ(plan.tune_runs, kShortCallTuneRuns);  // 2 * 512 * 256 * 64 flops
     EXPECT_NE(plan.reason.find("the planner's reason"), std::string::npos) << plan.reason;
   }
   // A rank that cannot run the candidate does not propose it (its tuner's
@@ -254,6 +303,19 @@ TEST(AgreedPlan, TheMeasuredChoiceRunsWhereEveryRankProposesIt) {
   const Plan plan = agreed_plan(narrow, 0);
   EXPECT_EQ(plan.algorithm, Algorithm::decomposed);
   EXPECT_EQ(plan.tune, TuneAction::none);
+}
+
+// The runs per candidate come from the group's largest GEMM, so that ranks
+// whose K-slices differ (reduce-scatter) count the same.
+TEST(AgreedPlan, RunsPerCandidateFollowTheLargestRanksCall) {
+  std::vector<CallRecord> records = {
+      record(0, Algorithm::native, kAll, measure(Algorithm::native)),
+      record(1, Algorithm::native, kAll, measure(Algorithm::native))};
+  for (CallRecord& r : records) r.problem.op = OpKind::matmul_reduce_scatter;
+  records[1].problem.k = static_cast<std::int64_t>(kShortCallFlops / (2.0 * 512 * 256)) + 1;
+  ASSERT_LT(records[0].problem.flops(), kShortCallFlops);
+  ASSERT_GE(records[1].problem.flops(), kShortCallFlops);
+  for (int rank : {0, 1}) EXPECT_EQ(agreed_plan(records, rank).tune_runs, kTuneRunsPerCandidate);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The measured choice on the CPU backend (ASYNCTP_TUNE=on; core/tuning.hpp):
 // under auto, a problem's first calls run every algorithm the group can run
-// twice each, then the group keeps the one whose slowest rank was fastest.
+// in turn (six rounds: these calls are short), then the group keeps the one
+// whose slowest rank was fastest.
 // Every call, measuring or not, gives the right answer on every rank, and
 // every rank runs the same algorithm in every call. Which algorithm wins is
 // this machine's business: the tests check the sequence and the agreement,
@@ -59,26 +60,35 @@ std::vector<RunInfo> call_repeatedly(Problem& problem, int world, const Options&
   return infos;
 }
 
-// Calls 1-6 measure native, pipelined, decomposed (the planner's native
-// first), twice each; call 7 chooses; call 8 runs the kept choice.
+// Every call of these tests: the measuring calls, the one that chooses, and
+// one that runs the kept choice.
+constexpr int kCalls = kMaxTuningCalls + 2;
+
+// Calls 1-18 measure native, pipelined, decomposed (the planner's native
+// first) in turn, six rounds (these calls are short); call 19 chooses;
+// call 20 runs the kept choice.
 void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
-  ASSERT_EQ(infos.size(), 8u);
-  const Algorithm measured[] = {Algorithm::native,    Algorithm::native,     Algorithm::pipelined,
-                                Algorithm::pipelined, Algorithm::decomposed, Algorithm::decomposed};
-  for (std::size_t i = 0; i < 6; ++i) {
+  ASSERT_EQ(infos.size(), static_cast<std::size_t>(kCalls));
+  const Algorithm round[] = {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed};
+  const std::size_t measuring = kMaxTuningCalls;
+  for (std::size_t i = 0; i < measuring; ++i) {
     SCOPED_TRACE("call " + std::to_string(i + 1));
-    EXPECT_EQ(infos[i].algorithm, measured[i]) << infos[i].reason;
-    EXPECT_TRUE(contains(infos[i].reason,
-                         std::string("measured choice: measuring ") + to_string(measured[i])))
+    const Algorithm expected = round[i % 3];
+    EXPECT_EQ(infos[i].algorithm, expected) << infos[i].reason;
+    EXPECT_TRUE(
+        contains(infos[i].reason, std::string("measured choice: measuring ") + to_string(expected)))
         << infos[i].reason;
+    EXPECT_TRUE(contains(infos[i].reason, "gets 6 calls")) << infos[i].reason;
   }
-  EXPECT_TRUE(contains(infos[6].reason, "measured choice: native ")) << infos[6].reason;
-  EXPECT_TRUE(contains(infos[6].reason, "pipelined ")) << infos[6].reason;
-  EXPECT_TRUE(contains(infos[6].reason, "decomposed ")) << infos[6].reason;
-  EXPECT_TRUE(contains(infos[6].reason, "kept for this problem")) << infos[6].reason;
+  const RunInfo& chose = infos[measuring];
+  EXPECT_TRUE(contains(chose.reason, "measured choice: native ")) << chose.reason;
+  EXPECT_TRUE(contains(chose.reason, "pipelined ")) << chose.reason;
+  EXPECT_TRUE(contains(chose.reason, "decomposed ")) << chose.reason;
+  EXPECT_TRUE(contains(chose.reason, "best of 6 calls")) << chose.reason;
+  EXPECT_TRUE(contains(chose.reason, "kept for this problem")) << chose.reason;
   // Later calls keep the choice and say what it was made of.
-  EXPECT_EQ(infos[7].algorithm, infos[6].algorithm);
-  EXPECT_EQ(infos[7].reason, infos[6].reason);
+  EXPECT_EQ(infos[measuring + 1].algorithm, chose.algorithm);
+  EXPECT_EQ(infos[measuring + 1].reason, chose.reason);
 }
 
 TEST(MeasuredChoice, AllGatherMeasuresEachAlgorithmThenKeepsOne) {
@@ -88,7 +98,7 @@ TEST(MeasuredChoice, AllGatherMeasuresEachAlgorithmThenKeepsOne) {
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
   asynctp_test::FusedProblem problem(asynctp_test::make_shape(2, 128, 16, 32), rng);
-  expect_measured_then_kept(call_repeatedly(problem, 2, small_tiles(), 8, rng));
+  expect_measured_then_kept(call_repeatedly(problem, 2, small_tiles(), kCalls, rng));
 }
 
 TEST(MeasuredChoice, ReduceScatterMeasuresEachAlgorithmThenKeepsOne) {
@@ -98,7 +108,7 @@ TEST(MeasuredChoice, ReduceScatterMeasuresEachAlgorithmThenKeepsOne) {
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
   asynctp_test::ReduceScatterProblem problem(asynctp_test::rs_shape(3, 128, 16, 32), rng);
-  expect_measured_then_kept(call_repeatedly(problem, 3, small_tiles(), 8, rng));
+  expect_measured_then_kept(call_repeatedly(problem, 3, small_tiles(), kCalls, rng));
 }
 
 // A measuring call's time is read at the rank's next call, whatever its
@@ -116,7 +126,7 @@ TEST(MeasuredChoice, InterleavedProblemsEachMeasureAndKeepTheirOwn) {
   cpu::Group group({2, 2});
   std::vector<RunInfo> gather_infos;
   std::vector<RunInfo> scatter_infos;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < kCalls; ++i) {
     SCOPED_TRACE("round " + std::to_string(i + 1));
     gather_infos.push_back(call_once(group, gather, options, rng));
     scatter_infos.push_back(call_once(group, scatter, options, rng));
