@@ -21,6 +21,13 @@ DTYPE_CODES = {"bf16": 0, "fp16": 1, "fp32": 2}
 DEVICE_CPU, DEVICE_CUDA, DEVICE_HIP = 0, 1, 2
 ALGORITHM_CODES = {"": 0, "auto": 1, "native": 2, "pipelined": 3, "decomposed": 4}
 ALGORITHM_NAMES = {code: name for name, code in ALGORITHM_CODES.items() if code}
+TUNE_ON = 1  # asynctpTuneOn
+# What a call's `algorithm` string asks of the library: (asynctpAlgorithm_t,
+# asynctpTune_t). "tuned" is auto under the measured choice (ASYNCTP_TUNE=on
+# for these calls): a problem's first calls time each algorithm and the
+# group keeps the fastest.
+ALGORITHM_SETTINGS = {**{name: (code, 0) for name, code in ALGORITHM_CODES.items()},
+                      "tuned": (ALGORITHM_CODES["auto"], TUNE_ON)}
 RESULT_NAMES = {
     1: "invalid_argument",
     2: "unsupported",
@@ -52,7 +59,7 @@ class Matrix(ctypes.Structure):
 class Options(ctypes.Structure):
     _fields_ = [
         ("algorithm", ctypes.c_int32),
-        ("reserved", ctypes.c_int32),
+        ("tune", ctypes.c_int32),
         ("wait_timeout_ms", ctypes.c_int64),
         ("tile_m", ctypes.c_int64),
         ("tile_n", ctypes.c_int64),
@@ -255,12 +262,13 @@ def options(algorithm="", wait_timeout_ms=0, stream=None):
     key = (algorithm, wait_timeout_ms, stream)
     opts = _options_cache.get(key)
     if opts is None:
-        if algorithm not in ALGORITHM_CODES:
+        if algorithm not in ALGORITHM_SETTINGS:
             raise ValueError(
-                f"algorithm: must be one of 'auto', 'native', 'pipelined', 'decomposed' (or '' "
-                f"for ASYNCTP_ALGO), got {algorithm!r}"
+                f"algorithm: must be one of 'auto', 'tuned', 'native', 'pipelined', 'decomposed' "
+                f"(or '' for ASYNCTP_ALGO), got {algorithm!r}"
             )
-        opts = Options(ALGORITHM_CODES[algorithm], 0, int(wait_timeout_ms), 0, 0, stream)
+        code, tune = ALGORITHM_SETTINGS[algorithm]
+        opts = Options(code, tune, int(wait_timeout_ms), 0, 0, stream)
         if len(_options_cache) >= 256:  # streams come and go: keep it small
             _options_cache.clear()
         _options_cache[key] = opts

@@ -111,8 +111,7 @@ TEST(CApi, RejectsRanksOutsideTheWorld) {
   EXPECT_NE(last_error().find("rank: must be in [0, world_size = 2), got 2"), std::string::npos)
       << last_error();
   EXPECT_EQ(asynctpCpuCommInitRank(&comm, 0, &id, 0, 0, 0), asynctpInvalidArgument);
-  EXPECT_NE(last_error().find("world_size: must be at least 1"), std::string::npos)
-      << last_error();
+  EXPECT_NE(last_error().find("world_size: must be at least 1"), std::string::npos) << last_error();
   EXPECT_EQ(comm, nullptr);
 }
 
@@ -120,8 +119,7 @@ TEST(CApi, NcclEntryPointsSayWhenTheBuildHasNoNccl) {
   if (asynctpHasNccl()) GTEST_SKIP() << "this build has the NCCL backend";
   asynctpNcclUniqueId id{};
   EXPECT_EQ(asynctpNcclGetUniqueId(&id), asynctpUnsupported);
-  EXPECT_NE(last_error().find("built without the NCCL backend"), std::string::npos)
-      << last_error();
+  EXPECT_NE(last_error().find("built without the NCCL backend"), std::string::npos) << last_error();
   asynctpComm_t comm = nullptr;
   EXPECT_EQ(asynctpNcclCommInitRank(&comm, 1, &id, 0, 0), asynctpUnsupported);
   int dummy = 0;
@@ -222,6 +220,32 @@ TEST_F(OneRankCpu, MatmulReduceScatterMatchesFloat64WithColumnMajorB) {
   EXPECT_LE(relative_error(out, a, b, m, k, n), kFp32GemmBound + std::ldexp(1.0, -24));
 }
 
+// options.tune: under auto, the first calls of a problem measure each
+// algorithm (their reasons say so), and off means the planner's choice.
+TEST_F(OneRankCpu, TuneOptionMeasuresUnderAuto) {
+  const int64_t m = 32, k = 16, n = 16;
+  auto a = random_values(m * k, 9), b = random_values(k * n, 10);
+  auto c = poisoned(m * n);
+  const asynctpMatrix am = row_major(a.data(), m, k), bm = row_major(b.data(), k, n),
+                      cm = row_major(c.data(), m, n);
+  asynctpOptions options{};
+  options.algorithm = asynctpAlgorithmAuto;
+  options.tile_m = 8;
+  options.tile_n = 8;
+  options.tune = asynctpTuneOff;
+  asynctpRunInfo info{};
+  ASSERT_EQ(asynctpFusedAllGatherMatmul(comm_, &am, &bm, &cm, nullptr, &options, &info),
+            asynctpSuccess)
+      << last_error();
+  EXPECT_EQ(std::string(info.reason).find("measured choice"), std::string::npos) << info.reason;
+  options.tune = asynctpTuneOn;
+  ASSERT_EQ(asynctpFusedAllGatherMatmul(comm_, &am, &bm, &cm, nullptr, &options, &info),
+            asynctpSuccess)
+      << last_error();
+  EXPECT_EQ(std::string(info.reason).rfind("measured choice: measuring ", 0), 0u) << info.reason;
+  EXPECT_LE(relative_error(c, a, b, m, k, n), kFp32GemmBound);
+}
+
 TEST_F(OneRankCpu, PlanQueriesSayWhatWouldRunAndWriteNothing) {
   const int64_t m = 8, k = 8, n = 8;
   auto a = random_values(m * k, 5), b = random_values(k * n, 6);
@@ -271,7 +295,8 @@ TEST_F(OneRankCpu, BadArgumentsAreNamedAndWriteNothing) {
   expect_failure(nullptr, &bm, nullptr, {"a_shard: must not be NULL", asynctpInvalidArgument});
   asynctpMatrix bad = am;
   bad.dtype = 7;
-  expect_failure(&bad, &bm, nullptr, {"a_shard.dtype: must be asynctpBf16", asynctpInvalidArgument});
+  expect_failure(&bad, &bm, nullptr,
+                 {"a_shard.dtype: must be asynctpBf16", asynctpInvalidArgument});
   bad = bm;
   bad.device_kind = 9;
   expect_failure(&am, &bad, nullptr, {"b.device_kind", asynctpInvalidArgument});
@@ -279,6 +304,9 @@ TEST_F(OneRankCpu, BadArgumentsAreNamedAndWriteNothing) {
   options.algorithm = 12;
   expect_failure(&am, &bm, &options, {"options.algorithm", asynctpInvalidArgument});
   options.algorithm = asynctpAlgorithmDefault;
+  options.tune = 3;
+  expect_failure(&am, &bm, &options, {"options.tune", asynctpInvalidArgument});
+  options.tune = asynctpTuneDefault;
   options.wait_timeout_ms = -5;
   expect_failure(&am, &bm, &options, {"options.wait_timeout_ms", asynctpInvalidArgument});
   // Rules the library itself checks: B's rows must be A's columns, one dtype.

@@ -171,10 +171,42 @@ def check_reduce_scatter_output(what, out, ref, dtype, average, partial_sum):
           f"{what}: the bound accepts an output missing rank {WORLD - 1}'s partial")
 
 
+TUNING_CALLS = 18  # asynctp::kMaxTuningCalls: six rounds of three for calls this short
+
+
+def check_tuned(seed):
+    """algorithm="tuned" (auto under the measured choice): the first calls
+    measure the algorithms in turn, one then keeps the fastest, and every
+    call is right and runs the same algorithm on every rank."""
+    shape, n = (NATIVE_ROWS, 48), 40
+    reasons = []
+    for i in range(TUNING_CALLS + 2):
+        what = f"tuned all_gather_matmul call {i + 1}"
+        shards, Bs = inputs(seed + 7000 + i, shape, (shape[1], n))
+        _, (out,) = atp.fused_all_gather_matmul(
+            shards[RANK].to(DEVICE), [Bs[0].to(DEVICE)], 0, dist.group.WORLD, return_A=False,
+            algorithm="tuned",
+        )
+        ran, reason = atp.last_run("fused_all_gather_matmul")
+        reasons.append(reason)
+        everyone = [None] * WORLD
+        dist.all_gather_object(everyone, ran)
+        check(len(set(everyone)) == 1, f"{what}: the ranks ran {everyone}")
+        reference = torch.cat(shards).double() @ Bs[0].double()
+        err = numerics.relative_error(out.cpu(), reference)
+        bound = numerics.all_gather_matmul_bound(torch.float32)
+        check(err <= bound, f"{what}: relative error {err:.3g} > {bound:.3g}")
+    measuring = [r for r in reasons if r.startswith("measured choice: measuring ")]
+    check(len(measuring) >= 2 * 2, f"tuned: {len(measuring)} measuring calls: {reasons[:3]}")
+    check("kept for this problem" in reasons[-1] and reasons[-1] == reasons[-2],
+          f"tuned: the last calls did not keep a measured choice: {reasons[-2:]}")
+
+
 def scenario_ops(seed):
     seed = int(seed)
     check_all_gather(seed)
     check_reduce_scatter(seed)
+    check_tuned(seed)
 
 
 # ---- scenario: the TP layers, forward and backward ----------------------------------

@@ -216,7 +216,8 @@ def _all_gather(A_shard, Bs, gather_dim, group_name, return_A, algorithm):
     if last and not rule and algorithm not in _LAST_DIM_GATHER_ALGORITHMS:
         rule = (
             f"algorithm: {algorithm!r} cannot gather along the last dimension (K, the one "
-            "contracted with B): that gather runs decomposed; use '', 'auto' or 'decomposed'"
+            "contracted with B): that gather runs decomposed; use '', 'auto', 'tuned' or "
+            "'decomposed'"
         )
     dim = _checked(comm, dim, rule or grad_rule("A_shard, Bs", [A_shard, *Bs]))
     if last:
@@ -254,7 +255,7 @@ def _fused_all_gather_matmul_fake(A_shard, Bs, gather_dim, group_name, return_A,
 
 
 # The gather along the last dimension (see the top of this file).
-_LAST_DIM_GATHER_ALGORITHMS = ("", "auto", "decomposed")
+_LAST_DIM_GATHER_ALGORITHMS = ("", "auto", "tuned", "decomposed")
 _PROBE_COLUMNS = 8  # the library call's B: the fewest columns every algorithm takes
 
 
@@ -398,8 +399,10 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim, group, *, return_A=True, al
 
     Returns (A, [A @ B for B in Bs]) where A is the gathered A_shard (None
     unless return_A). `group` is a ProcessGroup or its name (pass the name
-    under torch.compile). `algorithm`: "auto", "native", "pipelined",
-    "decomposed", or "" for ASYNCTP_ALGO / the planner.
+    under torch.compile). `algorithm`: "auto", "tuned" (auto under the
+    measured choice: a problem's first calls time each algorithm, then the
+    group keeps the fastest), "native", "pipelined", "decomposed", or "" for
+    ASYNCTP_ALGO / the planner.
     """
     Bs = list(Bs)
     if _direct((A_shard, *Bs)):
@@ -412,6 +415,7 @@ def fused_matmul_reduce_scatter(A, B, reduce_op, scatter_dim, group, *, algorith
     """reduce_scatter(A @ B, reduce_op, scatter_dim) over the group, each
     chunk shipped as soon as its GEMM is done; as
     torch.ops.symm_mem.fused_matmul_reduce_scatter. reduce_op: "sum" or "avg".
+    `algorithm`: as fused_all_gather_matmul's.
     """
     if _direct((A, B)):
         return _fused_matmul_reduce_scatter(A, B, reduce_op, scatter_dim, _name(group), algorithm)
