@@ -83,9 +83,10 @@ std::vector<double> LocalGroup::time_calls(int iterations, const RankCall& call,
     void* stream = streams[static_cast<std::size_t>(r)];
     std::uint32_t i = 0;
     try {
+      // One pair for every iteration: each is read before it is recorded again.
+      gpu::Event begin("a timed call's begin event", /*timed=*/true);
+      gpu::Event end("a timed call's end event", /*timed=*/true);
       for (; i < rounds; ++i) {
-        gpu::Event begin("a timed call's begin event", /*timed=*/true);
-        gpu::Event end("a timed call's end event", /*timed=*/true);
         iteration_start.arrive_and_wait();
         if (r == 0 && before)
           before(static_cast<int>(i), i > 0 ? slowest(i - 1) : std::optional<double>());
