@@ -17,13 +17,16 @@
 # gets every point's measured times (scripts/device/grid_points.py), which
 # bench/planner_replay.cpp ranks under another planner or cost table.
 #
-# The default grid: 40 shapes (global M from 256 W to 32768, N 1280..28672,
+# The default grid: 41 shapes (global M from 256 W to 32768, N 1280..28672,
 # K 1024..8192, B row- and column-major), from decode-like rows where one
 # GEMM after the gather should win, through transfer-bound ones where
 # per-chunk GEMMs or native's tail decide, to large compute-bound ones where
-# native should win. A shape is MxNxK, M may be written 256W (256 rows per
-# rank), and :col makes B column-major. A device call runs at most 10
-# minutes: split the grid by -w, -l or -g across calls.
+# native should win; 12288x2560x5120 is a shape users reported. A shape is
+# MxNxK, M may be written 256W (256 rows per rank), and :col makes B
+# column-major; a shape that comes twice at some W is run once (at W = 8,
+# 256Wx1280x8192:col is 2048x1280x8192:col): at least 40 points at every W.
+# A device call runs at most 10 minutes: split the grid by -w, -l or -g
+# across calls.
 #
 #   scripts/device/planner-grid.sh [-t] [-w "W..."] [-l "LINK..."] [-g "GB/s..."] [-p "OP..."] [iters]
 #   defaults: -w "8 4 2", -l "pcie arrival", -g "100 400 1600",
@@ -60,7 +63,8 @@ shapes="256Wx1280x1024 256Wx7168x1024:col 256Wx28672x1024 256Wx1280x8192:col 256
 16384x1280x4096 16384x5120x8192:col 16384x14336x4096 16384x1280x8192:col 16384x5120x4096
 16384x14336x8192:col
 32768x1280x1024 32768x2560x8192:col 32768x7168x1024 32768x1280x8192:col 32768x2560x1024
-32768x7168x8192:col"
+32768x7168x8192:col
+12288x2560x5120"
 shapes=${SHAPES:-$shapes}
 
 # An idle GPU's first calls run at lower clocks: one untimed run first, so
@@ -87,6 +91,8 @@ for world in $worlds; do
       [ "${m%W}" != "$m" ] && m=$(( ${m%W} * world ))
       shape="${m}x${n}x${k}"
       [ "$layout" = col ] && shape+=":col"
+      case " ${seen:-} " in *" $op-$world-$link-$gbps-$shape "*) continue ;; esac
+      seen="${seen:-} $op-$world-$link-$gbps-$shape"
       tag="$link"
       extra=(--b-layout "$layout")
       if [ "$gbps" != "-" ]; then tag="$link-$gbps"; extra+=(--link-gbps "$gbps"); fi
@@ -148,3 +154,8 @@ if ratios:
 else:
     print("# predicted / measured: no predictions (no cost table for this device?)")
 PY
+# With -t: each miss with the times the tuner chose from, and the verdict
+# by auto's pick at its forced row beside its own row's.
+if ((${#tune[@]})); then
+  python3 scripts/device/grid_verdicts.py --misses "$OUT"
+fi
