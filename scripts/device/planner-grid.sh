@@ -31,7 +31,9 @@
 #   scripts/device/planner-grid.sh [-t] [-w "W..."] [-l "LINK..."] [-g "GB/s..."] [-p "OP..."] [iters]
 #   defaults: -w "8 4 2", -l "pcie arrival", -g "100 400 1600",
 #   -p all-gather-matmul, 5 iterations (five times that where 2 M N K <
-#   2e11); SHAPES="MxNxK[:col] ..." replaces the shapes
+#   2e11); SHAPES="MxNxK[:col] ..." replaces the shapes; ASYNCTP_GRID_BIN
+#   names the bundle whose asynctp runs (default .devbin/gpu), so that two
+#   builds can be compared slice by slice in one call
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh >/dev/null
@@ -69,7 +71,8 @@ shapes=${SHAPES:-$shapes}
 
 # An idle GPU's first calls run at lower clocks: one untimed run first, so
 # that the grid's first point is timed as the others are.
-timeout 60 .devbin/gpu/asynctp run --backend cuda --world-size 8 -m 8192 -n 8192 -k 8192 \
+bin=${ASYNCTP_GRID_BIN:-.devbin/gpu}
+timeout 60 "$bin/asynctp" run --backend cuda --world-size 8 -m 8192 -n 8192 -k 8192 \
   --algo decomposed --iters 20 >/dev/null 2>&1
 
 points="$OUT/grid-points.txt"
@@ -101,7 +104,7 @@ for world in $worlds; do
       # next, more than the verdict's 3 %: five times the iterations there.
       point_iters=$iters
       (( 2 * m * n * k < 200000000000 )) && point_iters=$((iters * 5))
-      if ! timeout 120 .devbin/gpu/asynctp run --backend cuda --op "$op" --world-size "$world" \
+      if ! timeout 120 "$bin/asynctp" run --backend cuda --op "$op" --world-size "$world" \
         --link "$link" "${extra[@]}" -m "$m" -n "$n" -k "$k" --iters "$point_iters" --warmup 2 "${tune[@]}" --json \
         >"$json" 2>"$json.err"; then
         echo "$op $world $tag $shape failed: $(tail -n 1 "$json.err")"
