@@ -80,9 +80,6 @@ typedef struct {
   int64_t col_stride; /* elements between (i, j) and (i, j + 1) */
 } asynctpMatrix;
 
-/* Per-call options; a NULL pointer means all defaults. Zero fields are unset:
- * the ASYNCTP_* environment variable of the same meaning applies, then the
- * built-in default. */
 /* The measured choice (ASYNCTP_TUNE; asynctp::Options::tune). */
 typedef enum {
   asynctpTuneDefault = 0, /* unset: ASYNCTP_TUNE, else off */
@@ -90,9 +87,12 @@ typedef enum {
   asynctpTuneOff = 2
 } asynctpTune_t;
 
+/* Per-call options; a NULL pointer means all defaults. Zero fields are unset:
+ * the ASYNCTP_* environment variable of the same meaning applies, then the
+ * built-in default. */
 typedef struct {
-  int32_t algorithm;       /* asynctpAlgorithm_t */
-  int32_t tune;            /* asynctpTune_t */
+  int32_t algorithm; /* asynctpAlgorithm_t */
+  int32_t tune;      /* asynctpTune_t */
   int64_t wait_timeout_ms; /* > 0, or 0: ASYNCTP_WAIT_TIMEOUT_MS */
   int64_t tile_m;          /* native tile rows, or 0: ASYNCTP_TILE_M */
   int64_t tile_n;          /* native tile columns, or 0: ASYNCTP_TILE_N */
@@ -132,7 +132,8 @@ asynctpResult_t asynctpCpuCommInitRank(asynctpComm_t* comm, int world_size,
  * ncclComm_t, which must outlive the handle. */
 asynctpResult_t asynctpNcclGetUniqueId(asynctpNcclUniqueId* unique_id);
 asynctpResult_t asynctpNcclCommInitRank(asynctpComm_t* comm, int world_size,
-                                        const asynctpNcclUniqueId* unique_id, int rank, int device);
+                                        const asynctpNcclUniqueId* unique_id, int rank,
+                                        int device);
 asynctpResult_t asynctpCommFromNccl(asynctpComm_t* comm, void* nccl_comm);
 
 /* Local: frees the handle (and an ncclComm_t it owns). NULL is a no-op. */
@@ -157,7 +158,8 @@ asynctpResult_t asynctpFusedMatmulReduceScatter(asynctpComm_t comm, const asynct
 /* Plan queries: validate and say what the op would run, locally (nothing is
  * communicated or written). info must not be NULL. */
 asynctpResult_t asynctpPlanFusedAllGatherMatmul(asynctpComm_t comm, const asynctpMatrix* a_shard,
-                                                const asynctpMatrix* b, const asynctpMatrix* c_out,
+                                                const asynctpMatrix* b,
+                                                const asynctpMatrix* c_out,
                                                 const asynctpMatrix* a_gathered_out,
                                                 const asynctpOptions* options,
                                                 asynctpRunInfo* info);

@@ -1,17 +1,16 @@
 // The ops, their plan queries and synchronize on C structs: each C matrix
 // becomes an asynctp::TensorView, the C options asynctp::Options; the
 // library's own checks then judge them as they judge a C++ caller's.
-#include "asynctp/ops.hpp"
-
 #include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "asynctp/c_api.h"
 #include "asynctp/error.hpp"
-#include "call/collective.hpp"
+#include "asynctp/ops.hpp"
 #include "capi/comm_handle.hpp"
 #include "capi/guard.hpp"
+#include "call/collective.hpp"
 
 namespace asynctp::capi {
 namespace {
@@ -27,28 +26,22 @@ static_assert(static_cast<int>(DeviceKind::cpu) == asynctpCpu &&
 
 DType dtype_of(std::int32_t code, const std::string& what) {
   switch (code) {
-    case asynctpBf16:
-      return DType::bf16;
-    case asynctpFp16:
-      return DType::fp16;
-    case asynctpFp32:
-      return DType::fp32;
+    case asynctpBf16: return DType::bf16;
+    case asynctpFp16: return DType::fp16;
+    case asynctpFp32: return DType::fp32;
   }
-  bad(what + ".dtype",
-      "must be asynctpBf16 (0), asynctpFp16 (1) or asynctpFp32 (2), got " + std::to_string(code));
+  bad(what + ".dtype", "must be asynctpBf16 (0), asynctpFp16 (1) or asynctpFp32 (2), got " +
+                           std::to_string(code));
 }
 
 DeviceKind device_kind_of(std::int32_t code, const std::string& what) {
   switch (code) {
-    case asynctpCpu:
-      return DeviceKind::cpu;
-    case asynctpCuda:
-      return DeviceKind::cuda;
-    case asynctpHip:
-      return DeviceKind::hip;
+    case asynctpCpu: return DeviceKind::cpu;
+    case asynctpCuda: return DeviceKind::cuda;
+    case asynctpHip: return DeviceKind::hip;
   }
-  bad(what + ".device_kind",
-      "must be asynctpCpu (0), asynctpCuda (1) or asynctpHip (2), got " + std::to_string(code));
+  bad(what + ".device_kind", "must be asynctpCpu (0), asynctpCuda (1) or asynctpHip (2), got " +
+                                 std::to_string(code));
 }
 
 TensorView view_of(const asynctpMatrix* m, const char* what) {
@@ -68,38 +61,22 @@ Options options_of(const asynctpOptions* o) {
   Options options;
   if (o == nullptr) return options;
   switch (o->algorithm) {
-    case asynctpAlgorithmDefault:
-      break;
-    case asynctpAlgorithmAuto:
-      options.algorithm = Algorithm::automatic;
-      break;
-    case asynctpAlgorithmNative:
-      options.algorithm = Algorithm::native;
-      break;
-    case asynctpAlgorithmPipelined:
-      options.algorithm = Algorithm::pipelined;
-      break;
-    case asynctpAlgorithmDecomposed:
-      options.algorithm = Algorithm::decomposed;
-      break;
+    case asynctpAlgorithmDefault: break;
+    case asynctpAlgorithmAuto: options.algorithm = Algorithm::automatic; break;
+    case asynctpAlgorithmNative: options.algorithm = Algorithm::native; break;
+    case asynctpAlgorithmPipelined: options.algorithm = Algorithm::pipelined; break;
+    case asynctpAlgorithmDecomposed: options.algorithm = Algorithm::decomposed; break;
     default:
-      bad("options.algorithm",
-          "must be an asynctpAlgorithm_t (0 default, 1 auto, 2 native, "
-          "3 pipelined, 4 decomposed), got " +
-              std::to_string(o->algorithm));
+      bad("options.algorithm", "must be an asynctpAlgorithm_t (0 default, 1 auto, 2 native, "
+                               "3 pipelined, 4 decomposed), got " + std::to_string(o->algorithm));
   }
   switch (o->tune) {
-    case asynctpTuneDefault:
-      break;
-    case asynctpTuneOn:
-      options.tune = true;
-      break;
-    case asynctpTuneOff:
-      options.tune = false;
-      break;
+    case asynctpTuneDefault: break;
+    case asynctpTuneOn: options.tune = true; break;
+    case asynctpTuneOff: options.tune = false; break;
     default:
-      bad("options.tune",
-          "must be an asynctpTune_t (0 default, 1 on, 2 off), got " + std::to_string(o->tune));
+      bad("options.tune", "must be an asynctpTune_t (0 default, 1 on, 2 off), got " +
+                              std::to_string(o->tune));
   }
   if (o->wait_timeout_ms < 0) {
     bad("options.wait_timeout_ms",
@@ -117,14 +94,10 @@ Options options_of(const asynctpOptions* o) {
 
 asynctpAlgorithm_t algorithm_code(Algorithm algorithm) {
   switch (algorithm) {
-    case Algorithm::automatic:
-      return asynctpAlgorithmAuto;
-    case Algorithm::native:
-      return asynctpAlgorithmNative;
-    case Algorithm::pipelined:
-      return asynctpAlgorithmPipelined;
-    case Algorithm::decomposed:
-      return asynctpAlgorithmDecomposed;
+    case Algorithm::automatic: return asynctpAlgorithmAuto;
+    case Algorithm::native: return asynctpAlgorithmNative;
+    case Algorithm::pipelined: return asynctpAlgorithmPipelined;
+    case Algorithm::decomposed: return asynctpAlgorithmDecomposed;
   }
   return asynctpAlgorithmDefault;
 }
@@ -172,9 +145,7 @@ struct ReduceScatterArgs {
 
   ReduceScatterArgs(const asynctpMatrix* a_in, const asynctpMatrix* b_in,
                     const asynctpMatrix* out_in, const asynctpOptions* o)
-      : a(view_of(a_in, "a")),
-        b(view_of(b_in, "b")),
-        out(view_of(out_in, "out")),
+      : a(view_of(a_in, "a")), b(view_of(b_in, "b")), out(view_of(out_in, "out")),
         options(options_of(o)) {}
   RunInfo call(Comm& comm, Mode mode) const {
     return mode == Mode::run ? fused_matmul_reduce_scatter(comm, a, b, out, options)
@@ -220,15 +191,15 @@ using asynctp::capi::ReduceScatterArgs;
 
 extern "C" asynctpResult_t asynctpFusedAllGatherMatmul(
     asynctpComm_t comm, const asynctpMatrix* a_shard, const asynctpMatrix* b,
-    const asynctpMatrix* c_out, const asynctpMatrix* a_gathered_out, const asynctpOptions* options,
-    asynctpRunInfo* info) {
+    const asynctpMatrix* c_out, const asynctpMatrix* a_gathered_out,
+    const asynctpOptions* options, asynctpRunInfo* info) {
   return entry<AllGatherArgs>(Mode::run, comm, info, a_shard, b, c_out, a_gathered_out, options);
 }
 
 extern "C" asynctpResult_t asynctpPlanFusedAllGatherMatmul(
     asynctpComm_t comm, const asynctpMatrix* a_shard, const asynctpMatrix* b,
-    const asynctpMatrix* c_out, const asynctpMatrix* a_gathered_out, const asynctpOptions* options,
-    asynctpRunInfo* info) {
+    const asynctpMatrix* c_out, const asynctpMatrix* a_gathered_out,
+    const asynctpOptions* options, asynctpRunInfo* info) {
   return entry<AllGatherArgs>(Mode::plan, comm, info, a_shard, b, c_out, a_gathered_out, options);
 }
 
@@ -252,7 +223,8 @@ extern "C" asynctpResult_t asynctpCommRejectCall(asynctpComm_t comm, const char*
   return guarded([&] {
     asynctp::Comm& c = asynctp::capi::comm_of(comm);
     asynctp::capi::require_pointer(message, "message");
-    asynctp::call::reject_collective(asynctp::call::transport_of(c),
-                                     asynctp::Error(asynctp::ErrorCode::invalid_argument, message));
+    asynctp::call::reject_collective(
+        asynctp::call::transport_of(c),
+        asynctp::Error(asynctp::ErrorCode::invalid_argument, message));
   });
 }

@@ -141,7 +141,7 @@ struct Plan {
   // Set by the agreement where the group's measured choice decided the
   // algorithm (core/tuning.hpp): what the call flow does with the call.
   TuneAction tune = TuneAction::none;
-  int tune_runs = 0;  // with it: the group's calls per candidate
+  int tune_runs = 0;  // with `tune`: the group's calls per candidate (TuneVerdict::runs)
 };
 
 // An overlapping algorithm is chosen over a less ambitious one only when it

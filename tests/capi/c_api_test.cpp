@@ -111,7 +111,8 @@ TEST(CApi, RejectsRanksOutsideTheWorld) {
   EXPECT_NE(last_error().find("rank: must be in [0, world_size = 2), got 2"), std::string::npos)
       << last_error();
   EXPECT_EQ(asynctpCpuCommInitRank(&comm, 0, &id, 0, 0, 0), asynctpInvalidArgument);
-  EXPECT_NE(last_error().find("world_size: must be at least 1"), std::string::npos) << last_error();
+  EXPECT_NE(last_error().find("world_size: must be at least 1"), std::string::npos)
+      << last_error();
   EXPECT_EQ(comm, nullptr);
 }
 
@@ -119,7 +120,8 @@ TEST(CApi, NcclEntryPointsSayWhenTheBuildHasNoNccl) {
   if (asynctpHasNccl()) GTEST_SKIP() << "this build has the NCCL backend";
   asynctpNcclUniqueId id{};
   EXPECT_EQ(asynctpNcclGetUniqueId(&id), asynctpUnsupported);
-  EXPECT_NE(last_error().find("built without the NCCL backend"), std::string::npos) << last_error();
+  EXPECT_NE(last_error().find("built without the NCCL backend"), std::string::npos)
+      << last_error();
   asynctpComm_t comm = nullptr;
   EXPECT_EQ(asynctpNcclCommInitRank(&comm, 1, &id, 0, 0), asynctpUnsupported);
   int dummy = 0;
@@ -295,8 +297,7 @@ TEST_F(OneRankCpu, BadArgumentsAreNamedAndWriteNothing) {
   expect_failure(nullptr, &bm, nullptr, {"a_shard: must not be NULL", asynctpInvalidArgument});
   asynctpMatrix bad = am;
   bad.dtype = 7;
-  expect_failure(&bad, &bm, nullptr,
-                 {"a_shard.dtype: must be asynctpBf16", asynctpInvalidArgument});
+  expect_failure(&bad, &bm, nullptr, {"a_shard.dtype: must be asynctpBf16", asynctpInvalidArgument});
   bad = bm;
   bad.device_kind = 9;
   expect_failure(&am, &bad, nullptr, {"b.device_kind", asynctpInvalidArgument});
