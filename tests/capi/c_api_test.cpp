@@ -64,6 +64,28 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& a
 // relative Frobenius 1e-5 for fp32, accumulation in fp32).
 constexpr double kFp32GemmBound = 1e-5;
 
+// One rank's fp32 GEMM inputs (random, seeds `seed` and `seed` + 1) and
+// its poisoned output, with their row-major C views.
+struct RowMajorGemm {
+  RowMajorGemm(int64_t m_in, int64_t k_in, int64_t n_in, unsigned seed)
+      : m(m_in),
+        k(k_in),
+        n(n_in),
+        a(random_values(m * k, seed)),
+        b(random_values(k * n, seed + 1)),
+        c(poisoned(m * n)),
+        am(row_major(a.data(), m, k)),
+        bm(row_major(b.data(), k, n)),
+        cm(row_major(c.data(), m, n)) {}
+  RowMajorGemm(const RowMajorGemm&) = delete;  // the views point into the vectors
+  RowMajorGemm& operator=(const RowMajorGemm&) = delete;
+  double error() const { return relative_error(c, a, b, m, k, n); }
+
+  int64_t m, k, n;
+  std::vector<float> a, b, c;
+  asynctpMatrix am, bm, cm;
+};
+
 class OneRankCpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -225,63 +247,52 @@ TEST_F(OneRankCpu, MatmulReduceScatterMatchesFloat64WithColumnMajorB) {
 // options.tune: under auto, the first calls of a problem measure each
 // algorithm (their reasons say so), and off means the planner's choice.
 TEST_F(OneRankCpu, TuneOptionMeasuresUnderAuto) {
-  const int64_t m = 32, k = 16, n = 16;
-  auto a = random_values(m * k, 9), b = random_values(k * n, 10);
-  auto c = poisoned(m * n);
-  const asynctpMatrix am = row_major(a.data(), m, k), bm = row_major(b.data(), k, n),
-                      cm = row_major(c.data(), m, n);
+  RowMajorGemm g(32, 16, 16, /*seed=*/9);
   asynctpOptions options{};
   options.algorithm = asynctpAlgorithmAuto;
   options.tile_m = 8;
   options.tile_n = 8;
   options.tune = asynctpTuneOff;
   asynctpRunInfo info{};
-  ASSERT_EQ(asynctpFusedAllGatherMatmul(comm_, &am, &bm, &cm, nullptr, &options, &info),
+  ASSERT_EQ(asynctpFusedAllGatherMatmul(comm_, &g.am, &g.bm, &g.cm, nullptr, &options, &info),
             asynctpSuccess)
       << last_error();
   EXPECT_EQ(std::string(info.reason).find("measured choice"), std::string::npos) << info.reason;
   options.tune = asynctpTuneOn;
-  ASSERT_EQ(asynctpFusedAllGatherMatmul(comm_, &am, &bm, &cm, nullptr, &options, &info),
+  ASSERT_EQ(asynctpFusedAllGatherMatmul(comm_, &g.am, &g.bm, &g.cm, nullptr, &options, &info),
             asynctpSuccess)
       << last_error();
   EXPECT_EQ(std::string(info.reason).rfind("measured choice: measuring ", 0), 0u) << info.reason;
-  EXPECT_LE(relative_error(c, a, b, m, k, n), kFp32GemmBound);
+  EXPECT_LE(g.error(), kFp32GemmBound);
 }
 
 TEST_F(OneRankCpu, PlanQueriesSayWhatWouldRunAndWriteNothing) {
-  const int64_t m = 8, k = 8, n = 8;
-  auto a = random_values(m * k, 5), b = random_values(k * n, 6);
-  auto c = poisoned(m * n);
-  const asynctpMatrix am = row_major(a.data(), m, k), bm = row_major(b.data(), k, n),
-                      cm = row_major(c.data(), m, n);
+  RowMajorGemm g(8, 8, 8, /*seed=*/5);
   asynctpOptions options{};
   options.algorithm = asynctpAlgorithmPipelined;
   asynctpRunInfo info{};
-  ASSERT_EQ(asynctpPlanFusedAllGatherMatmul(comm_, &am, &bm, &cm, nullptr, &options, &info),
+  ASSERT_EQ(asynctpPlanFusedAllGatherMatmul(comm_, &g.am, &g.bm, &g.cm, nullptr, &options, &info),
             asynctpSuccess)
       << last_error();
   EXPECT_EQ(info.algorithm, asynctpAlgorithmPipelined);
   EXPECT_GT(std::string(info.reason).size(), 0u);
   options.algorithm = asynctpAlgorithmDefault;
-  ASSERT_EQ(asynctpPlanFusedMatmulReduceScatter(comm_, &am, &bm, &cm, &options, &info),
+  ASSERT_EQ(asynctpPlanFusedMatmulReduceScatter(comm_, &g.am, &g.bm, &g.cm, &options, &info),
             asynctpSuccess)
       << last_error();
   EXPECT_GE(info.algorithm, asynctpAlgorithmNative);
   EXPECT_LE(info.algorithm, asynctpAlgorithmDecomposed);
-  EXPECT_EQ(asynctpPlanFusedAllGatherMatmul(comm_, &am, &bm, &cm, nullptr, nullptr, nullptr),
+  EXPECT_EQ(asynctpPlanFusedAllGatherMatmul(comm_, &g.am, &g.bm, &g.cm, nullptr, nullptr, nullptr),
             asynctpInvalidArgument);
   EXPECT_NE(last_error().find("info: must not be NULL"), std::string::npos) << last_error();
-  for (float x : c) ASSERT_TRUE(std::isnan(x));
+  for (float x : g.c) ASSERT_TRUE(std::isnan(x));
 }
 
 // Arguments that break a rule fail with the rule named and nothing written;
 // the communicator stays usable.
 TEST_F(OneRankCpu, BadArgumentsAreNamedAndWriteNothing) {
-  const int64_t m = 8, k = 8, n = 8;
-  auto a = random_values(m * k, 7), b = random_values(k * n, 8);
-  auto c = poisoned(m * n);
-  asynctpMatrix am = row_major(a.data(), m, k), bm = row_major(b.data(), k, n),
-                cm = row_major(c.data(), m, n);
+  RowMajorGemm g(8, 8, 8, /*seed=*/7);
+  const asynctpMatrix &am = g.am, &bm = g.bm, &cm = g.cm;
   struct Case {
     std::string expect;
     asynctpResult_t code;
@@ -292,7 +303,7 @@ TEST_F(OneRankCpu, BadArgumentsAreNamedAndWriteNothing) {
               want.code);
     EXPECT_NE(last_error().find(want.expect), std::string::npos)
         << "wanted '" << want.expect << "' in: " << last_error();
-    for (float x : c) ASSERT_TRUE(std::isnan(x)) << "an output was written";
+    for (float x : g.c) ASSERT_TRUE(std::isnan(x)) << "an output was written";
   };
   expect_failure(nullptr, &bm, nullptr, {"a_shard: must not be NULL", asynctpInvalidArgument});
   asynctpMatrix bad = am;
@@ -312,7 +323,7 @@ TEST_F(OneRankCpu, BadArgumentsAreNamedAndWriteNothing) {
   expect_failure(&am, &bm, &options, {"options.wait_timeout_ms", asynctpInvalidArgument});
   // Rules the library itself checks: B's rows must be A's columns, one dtype.
   bad = bm;
-  bad.rows = k - 1;
+  bad.rows = g.k - 1;
   expect_failure(&am, &bad, nullptr, {"b", asynctpInvalidArgument});
   bad = bm;
   bad.dtype = asynctpBf16;
@@ -321,28 +332,24 @@ TEST_F(OneRankCpu, BadArgumentsAreNamedAndWriteNothing) {
   bad.device_kind = asynctpCuda;
   EXPECT_NE(asynctpFusedAllGatherMatmul(comm_, &bad, &bm, &cm, nullptr, nullptr, nullptr),
             asynctpSuccess);
-  for (float x : c) ASSERT_TRUE(std::isnan(x));
+  for (float x : g.c) ASSERT_TRUE(std::isnan(x));
 
   // Still usable.
   ASSERT_EQ(asynctpFusedAllGatherMatmul(comm_, &am, &bm, &cm, nullptr, nullptr, nullptr),
             asynctpSuccess)
       << last_error();
-  EXPECT_LE(relative_error(c, a, b, m, k, n), kFp32GemmBound);
+  EXPECT_LE(g.error(), kFp32GemmBound);
 }
 
 TEST_F(OneRankCpu, RejectedCallLeavesTheCommunicatorUsable) {
   EXPECT_EQ(asynctpCommRejectCall(comm_, nullptr), asynctpInvalidArgument);
   ASSERT_EQ(asynctpCommRejectCall(comm_, "A_shard: must be on the CPU"), asynctpSuccess)
       << last_error();
-  const int64_t m = 4, k = 4, n = 4;
-  auto a = random_values(m * k, 9), b = random_values(k * n, 10);
-  auto c = poisoned(m * n);
-  const asynctpMatrix am = row_major(a.data(), m, k), bm = row_major(b.data(), k, n),
-                      cm = row_major(c.data(), m, n);
-  ASSERT_EQ(asynctpFusedAllGatherMatmul(comm_, &am, &bm, &cm, nullptr, nullptr, nullptr),
+  RowMajorGemm g(4, 4, 4, /*seed=*/9);
+  ASSERT_EQ(asynctpFusedAllGatherMatmul(comm_, &g.am, &g.bm, &g.cm, nullptr, nullptr, nullptr),
             asynctpSuccess)
       << last_error();
-  EXPECT_LE(relative_error(c, a, b, m, k, n), kFp32GemmBound);
+  EXPECT_LE(g.error(), kFp32GemmBound);
 }
 
 }  // namespace
