@@ -42,6 +42,14 @@ void trace_call(const Transport& transport, const core::OpCall& call, const Chec
   }
 }
 
+// What the agreement decided beside the algorithm, onto this rank's plan:
+// the reason and the measured choice's step for the call.
+void take_agreed_decision(core::Plan& plan, const core::Plan& agreed) {
+  plan.reason = agreed.reason;
+  plan.tune = agreed.tune;
+  plan.tune_runs = agreed.tune_runs;
+}
+
 // This rank's half of the call redone for the algorithm the group agreed on,
 // when the ranks' planners chose differently: the transport's own check
 // again, with that algorithm forced, so that everything it derives from the
@@ -64,10 +72,8 @@ CheckedCall adopt_group_plan(const Transport& transport, const core::OpCall& cal
                               e.what());
   }
   adopted.resolved = own.resolved;
-  adopted.plan.reason = agreed.reason;
+  take_agreed_decision(adopted.plan, agreed);
   adopted.plan.runnable = agreed.runnable;
-  adopted.plan.tune = agreed.tune;
-  adopted.plan.tune_runs = agreed.tune_runs;
   return adopted;
 }
 
@@ -191,9 +197,7 @@ RunInfo run_collective(Transport& transport, const core::OpCall& call, const Opt
   if (mine.plan.algorithm != checked.plan.algorithm) {
     checked = adopt_group_plan(transport, call, options, checked, mine.plan);
   } else if (mine.plan.tune != core::TuneAction::none) {
-    checked.plan.reason = mine.plan.reason;
-    checked.plan.tune = mine.plan.tune;
-    checked.plan.tune_runs = mine.plan.tune_runs;
+    take_agreed_decision(checked.plan, mine.plan);
   }
   if (checked.plan.tune == core::TuneAction::kept) {
     // Every rank kept the same choice for the same reason: its times.
