@@ -91,6 +91,11 @@ struct Options {
   ArrivalHooks hooks;  // testing only
 };
 
+// Whether auto's calls made with `options` take the measured choice:
+// options.tune where set, else ASYNCTP_TUNE. Throws Error(invalid_argument)
+// naming ASYNCTP_TUNE where it is neither "on" nor "off".
+bool measured_choice_on(const Options& options);
+
 // What a call did, for logs and the CLI.
 struct RunInfo {
   Algorithm algorithm = Algorithm::decomposed;

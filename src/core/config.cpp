@@ -93,17 +93,23 @@ ResolvedOptions resolve_options(const Options& options, const EnvLookup& env) {
   } else if (auto text = env("ASYNCTP_NATIVE_TAIL")) {
     resolved.native_tail = parse_native_tail(*text, "ASYNCTP_NATIVE_TAIL");
   }
-  if (options.tune) {
-    resolved.tune = *options.tune;
-  } else if (auto text = env("ASYNCTP_TUNE")) {
-    if (*text == "on") {
-      resolved.tune = true;
-    } else if (*text != "off") {
-      throw Error(ErrorCode::invalid_argument,
-                  "ASYNCTP_TUNE: must be 'on' or 'off', got '" + *text + "'");
-    }
-  }
+  resolved.tune = resolve_tune(options, env);
   return resolved;
 }
 
+bool resolve_tune(const Options& options, const EnvLookup& env) {
+  if (options.tune) return *options.tune;
+  const std::optional<std::string> text = env("ASYNCTP_TUNE");
+  if (!text || *text == "off") return false;
+  if (*text == "on") return true;
+  throw Error(ErrorCode::invalid_argument,
+              "ASYNCTP_TUNE: must be 'on' or 'off', got '" + *text + "'");
+}
+
 }  // namespace asynctp::core
+
+namespace asynctp {
+
+bool measured_choice_on(const Options& options) { return core::resolve_tune(options); }
+
+}  // namespace asynctp

@@ -34,6 +34,9 @@ struct ResolvedOptions {
 // Throws Error(invalid_argument) naming the option or variable and its rule.
 ResolvedOptions resolve_options(const Options& options, const EnvLookup& env = process_env);
 
+// ResolvedOptions::tune alone: options.tune, else ASYNCTP_TUNE (on/off).
+bool resolve_tune(const Options& options, const EnvLookup& env = process_env);
+
 // The whole of `text` as a base-10 integer; nullopt when it is not one (empty,
 // other characters, out of int64 range).
 std::optional<std::int64_t> parse_integer(const std::string& text);

@@ -91,6 +91,28 @@ void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
   EXPECT_EQ(infos[measuring + 1].reason, chose.reason);
 }
 
+// The public query (the CLI sizes an auto row's warm-up by it): the option
+// where set, else the environment, by the rule the calls resolve it with.
+TEST(MeasuredChoice, MeasuredChoiceOnAnswersAsTheCallsResolveIt) {
+  Options off;
+  off.tune = false;
+  {
+    asynctp_test::ScopedEnv env("ASYNCTP_TUNE", "on");
+    EXPECT_TRUE(measured_choice_on({}));
+    EXPECT_FALSE(measured_choice_on(off));
+  }
+  {
+    asynctp_test::ScopedEnv env("ASYNCTP_TUNE", "maybe");
+    EXPECT_THROW(measured_choice_on({}), Error);
+    EXPECT_FALSE(measured_choice_on(off));
+  }
+  asynctp_test::ScopedEnv env("ASYNCTP_TUNE", std::nullopt);
+  EXPECT_FALSE(measured_choice_on({}));
+  Options on;
+  on.tune = true;
+  EXPECT_TRUE(measured_choice_on(on));
+}
+
 TEST(MeasuredChoice, AllGatherMeasuresEachAlgorithmThenKeepsOne) {
   asynctp_test::CleanPlannerEnv clean_env;
   asynctp_test::ScopedEnv tune("ASYNCTP_TUNE", "on");

@@ -114,12 +114,6 @@ std::vector<Plan> plans_for(AlgoChoice choice, bool tune_flag) {
 
 // Whether auto's calls take the measured choice: --tune, else
 // ASYNCTP_TUNE=on (which the library reads the same way).
-bool tuning_on(const Options& options) {
-  if (options.tune) return *options.tune;
-  const char* env = std::getenv("ASYNCTP_TUNE");
-  return env != nullptr && std::string(env) == "on";
-}
-
 // One traced call per algorithm, back to back, so the trace shows them in turn.
 void write_trace(const Args& args, Backend& backend, const std::vector<Plan>& plans,
                  const std::vector<Row>& rows) {
@@ -203,7 +197,7 @@ int run_command(Args args, const std::string& command_line) {
       const Options options = options_for(args, plans[i].forced);
       // Under the measured choice auto's first calls measure: its timed
       // calls come after them, and after the call that chooses.
-      const int row_warmup = !plans[i].forced && tuning_on(options)
+      const int row_warmup = !plans[i].forced && measured_choice_on(options)
                                  ? std::max(args.warmup, kMaxTuningCalls + 1)
                                  : args.warmup;
       const RunInfo ran = time_row(row, *backend, options, warmup ? row_warmup : kLeadCalls,
