@@ -66,9 +66,10 @@ struct ArrivalHooks {
 };
 
 // The measured choice's calls of one problem before its choice runs, at
-// most: six of each of at most three algorithms where the calls are short
-// (two each where they are not).
-inline constexpr int kMaxTuningCalls = 18;
+// most: six timed runs of each of at most three algorithms where the calls
+// are short (two each where they are not), each timed call after an untimed
+// one of the same algorithm.
+inline constexpr int kMaxTuningCalls = 36;
 
 struct Options {
   std::optional<Algorithm> algorithm;           // ASYNCTP_ALGO
