@@ -66,10 +66,9 @@ struct ArrivalHooks {
 };
 
 // The measured choice's calls of one problem before its choice runs, at
-// most: six timed runs of each of at most three algorithms where the calls
-// are short (two each where they are not), each timed call after an untimed
-// one of the same algorithm.
-inline constexpr int kMaxTuningCalls = 36;
+// most: six of each of at most three algorithms where the calls are short
+// (two each where they are not).
+inline constexpr int kMaxTuningCalls = 18;
 
 struct Options {
   std::optional<Algorithm> algorithm;           // ASYNCTP_ALGO

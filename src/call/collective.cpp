@@ -139,24 +139,14 @@ core::TuneProposal propose_tuning(Transport& transport, const core::OpCall& call
   return proposal;
 }
 
-// Runs or enqueues the agreed call; a measuring call is its run's untimed
-// lead, or is timed into a slot of the transport's clock (propose_tuning
-// left one free).
+// Runs or enqueues the agreed call; a measuring call is timed into a slot
+// of the transport's clock (propose_tuning left one free).
 std::uint32_t execute_call(Transport& transport, const core::OpCall& call,
                            const CheckedCall& checked, const Options& options) {
   if (checked.plan.tune != core::TuneAction::measure) {
     return transport.execute(call, checked, options);
   }
   core::CallTuner& tuner = transport.tuner();
-  if (tuner.leads(checked.problem, checked.plan.algorithm)) {
-    tuner.start_lead(checked.problem, checked.plan.algorithm);
-    try {
-      return transport.execute(call, checked, options);
-    } catch (...) {
-      tuner.cancel_lead(checked.problem, checked.plan.algorithm);
-      throw;
-    }
-  }
   const std::optional<int> slot =
       tuner.start(checked.problem, checked.plan.algorithm, checked.plan.tune_runs);
   transport.time_next_call(slot.value_or(-1));

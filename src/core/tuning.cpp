@@ -44,7 +44,7 @@ TuneVerdict choose(const std::vector<TuneProposal>& proposals, int runs) {
   }
   v.runs = runs;
   v.reason += " (the slowest rank's best of " + std::to_string(runs) +
-              " timed calls each; kept for this problem)";
+              " calls each; kept for this problem)";
   return v;
 }
 
@@ -76,7 +76,7 @@ TuneVerdict resolve_tuning(const std::vector<TuneProposal>& proposals, int runs)
       return {TuneAction::measure, first.algorithm, runs,
               std::string("measured choice: measuring ") + to_string(first.algorithm) +
                   " (every algorithm the group can run gets " + std::to_string(runs) +
-                  " timed calls first, in turn, each after an untimed one of its own)"};
+                  " calls first, in turn)"};
     case TuneStep::complete: {
       const std::vector<Algorithm> candidates = candidates_of(first);
       if (candidates.empty() || !std::all_of(candidates.begin(), candidates.end(), concrete) ||
@@ -167,33 +167,8 @@ std::optional<int> CallTuner::start(const ProblemDesc& problem, Algorithm algori
 void CallTuner::forget(const Started& s) noexcept {
   const auto it = entries_.find(key_of(s.problem));  // start() made it
   if (it == entries_.end()) return;
-  Entry& e = it->second;
-  const std::size_t i = slot_of(s.algorithm);
-  e.started[i] = std::max(0, e.started[i] - 1);
-  // The run measured again gets a lead of its own again.
-  e.leads[i] = std::min(e.leads[i], std::max(e.started[i], e.runs[i]));
-}
-
-bool CallTuner::leads(const ProblemDesc& problem, Algorithm algorithm) const {
-  if (!concrete(algorithm)) return false;
-  const auto it = entries_.find(key_of(problem));
-  if (it == entries_.end()) return true;
-  const Entry& e = it->second;
-  const std::size_t i = slot_of(algorithm);
-  return e.leads[i] <= std::max(e.started[i], e.runs[i]);
-}
-
-void CallTuner::start_lead(const ProblemDesc& problem, Algorithm algorithm) {
-  if (!concrete(algorithm)) return;
-  ++entries_[key_of(problem)].leads[slot_of(algorithm)];
-}
-
-void CallTuner::cancel_lead(const ProblemDesc& problem, Algorithm algorithm) {
-  if (!concrete(algorithm)) return;
-  const auto it = entries_.find(key_of(problem));
-  if (it == entries_.end()) return;
-  int& leads = it->second.leads[slot_of(algorithm)];
-  leads = std::max(0, leads - 1);
+  int& started = it->second.started[slot_of(s.algorithm)];
+  started = std::max(0, started - 1);
 }
 
 void CallTuner::cancel(int slot) {

@@ -41,22 +41,15 @@ inline constexpr int kShortCallTuneRuns = 6;
 // A call is short where the group's largest GEMM does fewer flops than this
 // (about 0.3 ms of an H100's dense bf16 peak).
 inline constexpr double kShortCallFlops = 2e11;
-// Calls per run: each timed call follows an untimed lead of its own
-// algorithm. A GPU call starts while the previous call's last work still
-// holds the device (the other ranks' streams, the copy engines); after a
-// lead of its own algorithm it meets what a kept choice's calls meet, not
-// the tail of another algorithm's call.
-inline constexpr int kTuneCallsPerRun = 2;
-static_assert(kShortCallTuneRuns * 3 * kTuneCallsPerRun == kMaxTuningCalls,
-              "asynctp/options.hpp states it");
+static_assert(kShortCallTuneRuns * 3 == kMaxTuningCalls, "asynctp/options.hpp states it");
 
 // The group's calls per candidate, from its largest GEMM's flops (the same
 // on every rank when taken over every rank's problem).
 int tune_runs_per_candidate(double largest_flops) noexcept;
 
 // Measuring calls whose times may be unread at once, per rank: one problem's
-// timed calls and a few of problems interleaved with it.
-inline constexpr int kTimedCallSlots = kMaxTuningCalls / kTuneCallsPerRun + 6;
+// (kMaxTuningCalls) and a few of problems interleaved with it.
+inline constexpr int kTimedCallSlots = kMaxTuningCalls + 6;
 
 // What a rank's tuner says of its next call of a problem.
 enum class TuneStep : std::uint8_t {
@@ -141,14 +134,6 @@ class CallTuner {
                            int runs = kTuneRunsPerCandidate);
   // The call started for `slot` did not run (its execute() failed).
   void cancel(int slot);
-  // Whether the next measuring call of `algorithm` for `problem` is the
-  // untimed lead of its next run (kTuneCallsPerRun): true until start_lead
-  // has counted that run's lead.
-  bool leads(const ProblemDesc& problem, Algorithm algorithm) const;
-  // A lead call of `algorithm` for `problem` runs (untimed), or did not run
-  // after all (cancel_lead: its execute() failed).
-  void start_lead(const ProblemDesc& problem, Algorithm algorithm);
-  void cancel_lead(const ProblemDesc& problem, Algorithm algorithm);
   // Reads the started calls' times: read(slot) is the time, or nullopt
   // while the call runs. `waited`: read waited for the calls, so a nullopt
   // means the time is lost, and its candidate is measured again.
@@ -169,7 +154,6 @@ class CallTuner {
   struct Entry {
     std::vector<Algorithm> candidates;
     std::array<int, 3> started{};             // runs started, read or not; by Algorithm's value
-    std::array<int, 3> leads{};               // runs whose lead call has run
     std::array<int, 3> runs{};                // runs whose time was read
     std::array<double, 3> best{};             // ms, valid where runs > 0
     int runs_wanted = kTuneRunsPerCandidate;  // per candidate, as the group said

@@ -179,42 +179,6 @@ TEST(CallTuner, SlotsRunOutUntilTimesAreReadOrAbandoned) {
   EXPECT_EQ(p.algorithm, Algorithm::native);
 }
 
-// Each run is an untimed lead and then the timed call, of the same
-// algorithm: leads() says which the next measuring call is. A lead that did
-// not run is owed again; so is the lead of a run whose time was lost.
-TEST(CallTuner, EachTimedRunFollowsAnUntimedLeadOfItsOwn) {
-  CallTuner tuner;
-  const unsigned two = algorithm_bit(Algorithm::native) | algorithm_bit(Algorithm::decomposed);
-  std::map<int, std::optional<double>> clock;
-  const auto read = [&](int slot) { return clock[slot]; };
-  std::vector<int> slots;
-  for (Algorithm expected : {Algorithm::native, Algorithm::decomposed}) {
-    SCOPED_TRACE(to_string(expected));
-    TuneProposal p = tuner.propose(problem(), Algorithm::native, two);
-    ASSERT_EQ(p.algorithm, expected);
-    EXPECT_TRUE(tuner.leads(problem(), p.algorithm));
-    tuner.start_lead(problem(), p.algorithm);
-    tuner.cancel_lead(problem(), p.algorithm);  // its execute() failed: owed again
-    EXPECT_TRUE(tuner.leads(problem(), p.algorithm));
-    tuner.start_lead(problem(), p.algorithm);
-    // The lead started no run: the same candidate comes next, timed.
-    p = tuner.propose(problem(), Algorithm::native, two);
-    ASSERT_EQ(p.algorithm, expected);
-    EXPECT_FALSE(tuner.leads(problem(), p.algorithm));
-    const std::optional<int> slot = tuner.start(problem(), p.algorithm);
-    ASSERT_TRUE(slot.has_value());
-    slots.push_back(*slot);
-  }
-  // Native's time comes in; decomposed's is lost: its run, lead and all,
-  // is measured again before the second round moves on.
-  clock[slots[0]] = 2.0;
-  tuner.read_times(read, true);
-  EXPECT_TRUE(tuner.leads(problem(), Algorithm::native));  // round two's lead
-  TuneProposal p = tuner.propose(problem(), Algorithm::native, two);
-  EXPECT_EQ(p.algorithm, Algorithm::decomposed);
-  EXPECT_TRUE(tuner.leads(problem(), Algorithm::decomposed));
-}
-
 TEST(CallTuner, OneCandidateHasNothingToMeasure) {
   CallTuner tuner;
   EXPECT_EQ(
@@ -254,8 +218,8 @@ TEST(TuneRuns, ShortCallsGetMoreRunsPerCandidate) {
   EXPECT_EQ(tune_runs_per_candidate(kShortCallFlops * 0.99), kShortCallTuneRuns);
   EXPECT_EQ(tune_runs_per_candidate(kShortCallFlops), kTuneRunsPerCandidate);
   EXPECT_EQ(tune_runs_per_candidate(1e13), kTuneRunsPerCandidate);
-  EXPECT_EQ(kShortCallTuneRuns * 3 * kTuneCallsPerRun, kMaxTuningCalls);
-  EXPECT_LT(kMaxTuningCalls / kTuneCallsPerRun, kTimedCallSlots);
+  EXPECT_LE(kShortCallTuneRuns * 3, kMaxTuningCalls);
+  EXPECT_LT(kMaxTuningCalls, kTimedCallSlots);
 }
 
 TuneProposal measure(Algorithm a) { return {TuneStep::measure, a, {}}; }
@@ -274,7 +238,7 @@ TEST(ResolveTuning, MeasuresOnlyWhatEveryRankProposes) {
   const TuneVerdict six =
       resolve_tuning({measure(Algorithm::native), measure(Algorithm::native)}, 6);
   EXPECT_EQ(six.runs, 6);
-  EXPECT_NE(six.reason.find("gets 6 timed calls"), std::string::npos) << six.reason;
+  EXPECT_NE(six.reason.find("gets 6 calls"), std::string::npos) << six.reason;
   EXPECT_EQ(resolve_tuning({measure(Algorithm::native), measure(Algorithm::pipelined)}).action,
             TuneAction::none);
   EXPECT_EQ(resolve_tuning({measure(Algorithm::native), TuneProposal{}}).action, TuneAction::none);
@@ -288,7 +252,7 @@ TEST(ResolveTuning, ChoosesTheLeastOfEachCandidatesSlowestRank) {
   EXPECT_EQ(v.action, TuneAction::choose);
   EXPECT_EQ(v.algorithm, Algorithm::pipelined);
   EXPECT_NE(v.reason.find("native 3.000 ms, pipelined 2.100 ms"), std::string::npos) << v.reason;
-  EXPECT_NE(resolve_tuning({complete(1.0, 2.0)}, 6).reason.find("best of 6 timed calls"),
+  EXPECT_NE(resolve_tuning({complete(1.0, 2.0)}, 6).reason.find("best of 6 calls"),
             std::string::npos);
   // A tie goes to the earlier candidate (the planner's pick comes first).
   EXPECT_EQ(resolve_tuning({complete(2.0, 2.0)}).algorithm, Algorithm::native);

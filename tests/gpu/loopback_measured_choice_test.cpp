@@ -5,7 +5,7 @@
 // read (none is zero), the agreement, and the answers.
 //
 //   LoopbackMeasuredChoice.BackToBackCallsMeasureThenKeep
-//       all-gather + matmul, W = 2, 38 calls per rank back to back on
+//       all-gather + matmul, W = 2, twenty calls per rank back to back on
 //       its stream with no synchronize between them (the next call waits
 //       for the measuring one itself): the first calls measure the
 //       candidates in turn, six rounds (the calls are short), the next
@@ -17,13 +17,12 @@
 //       native and pipelined run when forced, so all three are measured,
 //       every call checked.
 //   LoopbackMeasuredChoice.ReduceScatterEveryCallChecked
-//       matmul + reduce-scatter, W = 2, each of 38 calls on fresh inputs
+//       matmul + reduce-scatter, W = 2, each of twenty calls on fresh inputs
 //       and poisoned outputs, checked against the float64 reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <optional>
 #include <random>
 #include <regex>
 #include <string>
@@ -58,13 +57,11 @@ bool starts_with(const std::string& text, const std::string& prefix) {
 }
 
 // One rank's calls, in order: the first ones measure the candidates in
-// turn (three where native can run, else two), each with an untimed lead,
-// six rounds, as every shape
+// turn (three where native can run, else two), six rounds, as every shape
 // of these tests is a short call (core::kShortCallFlops); the next chooses
 // from times above zero; the rest keep the choice and its reason.
 void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
   constexpr int kRounds = 6;
-  constexpr int kCallsPerRun = 2;  // a lead, then the timed call
   ASSERT_EQ(infos.size(), static_cast<std::size_t>(kCalls));
   std::vector<Algorithm> candidates;
   int measuring = 0;
@@ -76,9 +73,8 @@ void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
         << "call " << measuring + 1 << ": " << info.reason;
     ++measuring;
   }
-  // The first round: every run (an untimed lead, then the timed call) until
-  // an algorithm comes again.
-  for (int i = 0; i < measuring; i += kCallsPerRun) {
+  // The first round: every call until an algorithm comes again.
+  for (int i = 0; i < measuring; ++i) {
     if (std::find(candidates.begin(), candidates.end(), infos[i].algorithm) != candidates.end()) {
       break;
     }
@@ -86,14 +82,13 @@ void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
   }
   const int c = static_cast<int>(candidates.size());
   ASSERT_TRUE(c == 2 || c == 3) << c << " candidates";
-  ASSERT_EQ(measuring, kRounds * c * kCallsPerRun) << "measuring calls";
+  ASSERT_EQ(measuring, kRounds * c) << "measuring calls";
   for (int i = 0; i < measuring; ++i) {
-    EXPECT_EQ(infos[i].algorithm, candidates[static_cast<std::size_t>((i / kCallsPerRun) % c)])
-        << "call " << i + 1;
+    EXPECT_EQ(infos[i].algorithm, candidates[static_cast<std::size_t>(i % c)]) << "call " << i + 1;
   }
   const std::string& chose = infos[measuring].reason;
   std::printf("  %s\n", chose.c_str());
-  EXPECT_NE(chose.find("best of 6 timed calls"), std::string::npos) << chose;
+  EXPECT_NE(chose.find("best of 6 calls"), std::string::npos) << chose;
   for (Algorithm candidate : candidates) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(chose, m,
@@ -107,50 +102,21 @@ void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
   }
 }
 
-class LoopbackMeasuredChoice : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASYNCTP_REQUIRE_SM90();
-    group_.emplace(lb::loopback_config(kWorld, Link::pcie));
-    CUDA_ASSERT(streams_.create(kWorld));
-  }
-
-  // kCalls tuned calls of `problem`, each on poisoned outputs (after
-  // `before_each`) and checked, with no synchronize between them (the next
-  // call reads this one's time itself); every rank ran the same algorithm.
-  // Rank 0's RunInfos, in order.
-  template <class Problem, class BeforeEach>
-  void checked_calls(Problem& problem, BeforeEach before_each, std::vector<RunInfo>* infos) {
-    const Options options = tuned();
-    for (int i = 0; i < kCalls; ++i) {
-      SCOPED_TRACE("call " + std::to_string(i + 1));
-      ASSERT_NO_FATAL_FAILURE(before_each());
-      ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
-      const auto results = lb::run_ranks(
-          *group_, streams_,
-          [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); },
-          "tuned call", /*sync=*/false);
-      lb::expect_all_ok(results, results[0].info.algorithm);
-      ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
-      infos->push_back(results[0].info);
-    }
-  }
-
-  lb::CleanPlannerEnv env_;
-  const Seed seed_;
-  std::mt19937_64 rng_ = seed_.rng();
-  std::optional<LoopbackGroup> group_;
-  RankStreams streams_;
-};
-
-TEST_F(LoopbackMeasuredChoice, BackToBackCallsMeasureThenKeep) {
-  SCOPED_TRACE(seed_.note());
-  LoopbackProblem problem(lb::loopback_shape(kWorld, 4096, 2048, 256, DType::bf16, false), rng_);
+TEST(LoopbackMeasuredChoice, BackToBackCallsMeasureThenKeep) {
+  ASYNCTP_REQUIRE_SM90();
+  lb::CleanPlannerEnv env;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
+  LoopbackProblem problem(lb::loopback_shape(kWorld, 4096, 2048, 256, DType::bf16, false), rng);
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
   std::vector<std::vector<RunInfo>> infos(kWorld);
   const Options options = tuned();
   const auto results = lb::run_ranks(
-      *group_, streams_,
+      group, streams,
       [&](Comm& comm, cudaStream_t s) {
         RunInfo last;
         for (int i = 0; i < kCalls; ++i) {
@@ -159,7 +125,7 @@ TEST_F(LoopbackMeasuredChoice, BackToBackCallsMeasureThenKeep) {
         }
         return last;
       },
-      "38 tuned calls back to back");
+      "twenty tuned calls back to back");
   lb::expect_all_ok(results);
   for (int r = 0; r < kWorld; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
@@ -175,31 +141,67 @@ TEST_F(LoopbackMeasuredChoice, BackToBackCallsMeasureThenKeep) {
 // A shape too small for the planner to overlap (it plans decomposed and
 // offers the group nothing else), where native and pipelined still run when
 // forced: the measured choice measures all three.
-TEST_F(LoopbackMeasuredChoice, MeasuresWhatRunsWhenForcedNotOnlyWhatWasPlanned) {
+TEST(LoopbackMeasuredChoice, MeasuresWhatRunsWhenForcedNotOnlyWhatWasPlanned) {
+  ASYNCTP_REQUIRE_SM90();
   if (lb::single_hardware_queue()) {
     GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS=1: native cannot run in this process";
   }
-  SCOPED_TRACE(seed_.note());
-  LoopbackProblem problem(lb::loopback_shape(kWorld, 256, 512, 256), rng_);
+  lb::CleanPlannerEnv env;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
+  LoopbackProblem problem(lb::loopback_shape(kWorld, 256, 512, 256), rng);
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
-  ASSERT_EQ(problem.plan(group_->comm(0), Options{}).algorithm, Algorithm::decomposed);
+  ASSERT_EQ(problem.plan(group.comm(0), Options{}).algorithm, Algorithm::decomposed);
+  const Options options = tuned();
   std::vector<RunInfo> infos;
-  ASSERT_NO_FATAL_FAILURE(checked_calls(problem, [] {}, &infos));
+  for (int i = 0; i < kCalls; ++i) {
+    SCOPED_TRACE("call " + std::to_string(i + 1));
+    ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+    const auto results = lb::run_ranks(
+        group, streams, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); },
+        "tuned call", /*sync=*/false);
+    lb::expect_all_ok(results, results[0].info.algorithm);
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+    infos.push_back(results[0].info);
+  }
   ASSERT_NO_FATAL_FAILURE(expect_measured_then_kept(infos));
-  // Planned first, then the rest from the most ambitious down; each run's
-  // lead and timed call are the same algorithm.
+  // Planned first, then the rest from the most ambitious down.
   EXPECT_EQ(infos[0].algorithm, Algorithm::decomposed);
-  EXPECT_EQ(infos[2].algorithm, Algorithm::native);
-  EXPECT_EQ(infos[4].algorithm, Algorithm::pipelined);
+  EXPECT_EQ(infos[1].algorithm, Algorithm::native);
+  EXPECT_EQ(infos[2].algorithm, Algorithm::pipelined);
 }
 
-TEST_F(LoopbackMeasuredChoice, ReduceScatterEveryCallChecked) {
-  SCOPED_TRACE(seed_.note());
+TEST(LoopbackMeasuredChoice, ReduceScatterEveryCallChecked) {
+  ASYNCTP_REQUIRE_SM90();
+  lb::CleanPlannerEnv env;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
+  RankStreams streams;
+  CUDA_ASSERT(streams.create(kWorld));
   // On native's tile grid, so that every algorithm is a candidate.
-  DeviceRsProblem problem(asynctp_test::rs_shape(kWorld, 2048, 1024, 512), rng_);
+  DeviceRsProblem problem(asynctp_test::rs_shape(kWorld, 2048, 1024, 512), rng);
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
+  const Options options = tuned();
   std::vector<RunInfo> infos;
-  ASSERT_NO_FATAL_FAILURE(checked_calls(problem, [&] { problem.refill(rng_); }, &infos));
+  for (int i = 0; i < kCalls; ++i) {
+    SCOPED_TRACE("call " + std::to_string(i + 1));
+    ASSERT_NO_FATAL_FAILURE(problem.refill(rng));
+    ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+    // No synchronize: the next call reads this one's time itself.
+    const auto results = lb::run_ranks(
+        group, streams, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); },
+        "tuned call",
+        /*sync=*/false);
+    lb::expect_all_ok(results, results[0].info.algorithm);
+    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+    infos.push_back(results[0].info);
+  }
   ASSERT_NO_FATAL_FAILURE(expect_measured_then_kept(infos));
 }
 

@@ -218,11 +218,10 @@ const std::vector<Flag> kRunFlags = {
     {"--tune", nullptr, nullptr, set_tune,
      "auto's calls take the measured choice (as with\n"
      "ASYNCTP_TUNE=on): a problem's first calls measure\n"
-     "each algorithm in turn, each timed call after an\n"
-     "untimed one of its own (6 rounds where the GEMM is\n"
+     "each algorithm in turn (6 rounds where the GEMM is\n"
      "under 2e11 flops, else 2), the next ones run the\n"
      "fastest. Adds an auto row to --algo all. An auto\n"
-     "row's warmup is at least 37 calls whenever the choice\n"
+     "row's warmup is at least 19 calls whenever the choice\n"
      "is on, so that its timed calls run what was chosen"},
     {"--dtype", nullptr, "D", set_dtype,
      "bf16|fp16|fp32 storage of A, B, C (default bf16; fp32\n"
