@@ -8,6 +8,7 @@
 // not the winner.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -91,9 +92,17 @@ void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
   EXPECT_EQ(infos[measuring + 1].reason, chose.reason);
 }
 
+// Every case: the planner's environment cleared, a seed it reports.
+class MeasuredChoice : public ::testing::Test {
+ protected:
+  asynctp_test::CleanPlannerEnv clean_env_;
+  const asynctp_test::Seed seed_;
+  std::mt19937_64 rng_ = seed_.rng();
+};
+
 // The public query (the CLI sizes an auto row's warm-up by it): the option
 // where set, else the environment, by the rule the calls resolve it with.
-TEST(MeasuredChoice, MeasuredChoiceOnAnswersAsTheCallsResolveIt) {
+TEST_F(MeasuredChoice, MeasuredChoiceOnAnswersAsTheCallsResolveIt) {
   Options off;
   off.tune = false;
   {
@@ -113,36 +122,27 @@ TEST(MeasuredChoice, MeasuredChoiceOnAnswersAsTheCallsResolveIt) {
   EXPECT_TRUE(measured_choice_on(on));
 }
 
-TEST(MeasuredChoice, AllGatherMeasuresEachAlgorithmThenKeepsOne) {
-  asynctp_test::CleanPlannerEnv clean_env;
+TEST_F(MeasuredChoice, AllGatherMeasuresEachAlgorithmThenKeepsOne) {
   asynctp_test::ScopedEnv tune("ASYNCTP_TUNE", "on");
-  const asynctp_test::Seed seed;
-  SCOPED_TRACE(seed.note());
-  auto rng = seed.rng();
-  asynctp_test::FusedProblem problem(asynctp_test::make_shape(2, 128, 16, 32), rng);
-  expect_measured_then_kept(call_repeatedly(problem, 2, small_tiles(), kCalls, rng));
+  SCOPED_TRACE(seed_.note());
+  asynctp_test::FusedProblem problem(asynctp_test::make_shape(2, 128, 16, 32), rng_);
+  expect_measured_then_kept(call_repeatedly(problem, 2, small_tiles(), kCalls, rng_));
 }
 
-TEST(MeasuredChoice, ReduceScatterMeasuresEachAlgorithmThenKeepsOne) {
-  asynctp_test::CleanPlannerEnv clean_env;
+TEST_F(MeasuredChoice, ReduceScatterMeasuresEachAlgorithmThenKeepsOne) {
   asynctp_test::ScopedEnv tune("ASYNCTP_TUNE", "on");
-  const asynctp_test::Seed seed;
-  SCOPED_TRACE(seed.note());
-  auto rng = seed.rng();
-  asynctp_test::ReduceScatterProblem problem(asynctp_test::rs_shape(3, 128, 16, 32), rng);
-  expect_measured_then_kept(call_repeatedly(problem, 3, small_tiles(), kCalls, rng));
+  SCOPED_TRACE(seed_.note());
+  asynctp_test::ReduceScatterProblem problem(asynctp_test::rs_shape(3, 128, 16, 32), rng_);
+  expect_measured_then_kept(call_repeatedly(problem, 3, small_tiles(), kCalls, rng_));
 }
 
 // A measuring call's time is read at the rank's next call, whatever its
 // problem: two problems' calls interleaved on one group (the option, not the
 // environment, asking for it) each measure and keep their own choice.
-TEST(MeasuredChoice, InterleavedProblemsEachMeasureAndKeepTheirOwn) {
-  asynctp_test::CleanPlannerEnv clean_env;
-  const asynctp_test::Seed seed;
-  SCOPED_TRACE(seed.note());
-  auto rng = seed.rng();
-  asynctp_test::FusedProblem gather(asynctp_test::make_shape(2, 128, 16, 32), rng);
-  asynctp_test::ReduceScatterProblem scatter(asynctp_test::rs_shape(2, 128, 16, 32), rng);
+TEST_F(MeasuredChoice, InterleavedProblemsEachMeasureAndKeepTheirOwn) {
+  SCOPED_TRACE(seed_.note());
+  asynctp_test::FusedProblem gather(asynctp_test::make_shape(2, 128, 16, 32), rng_);
+  asynctp_test::ReduceScatterProblem scatter(asynctp_test::rs_shape(2, 128, 16, 32), rng_);
   Options options = small_tiles();
   options.tune = true;
   cpu::Group group({2, 2});
@@ -150,8 +150,8 @@ TEST(MeasuredChoice, InterleavedProblemsEachMeasureAndKeepTheirOwn) {
   std::vector<RunInfo> scatter_infos;
   for (int i = 0; i < kCalls; ++i) {
     SCOPED_TRACE("round " + std::to_string(i + 1));
-    gather_infos.push_back(call_once(group, gather, options, rng));
-    scatter_infos.push_back(call_once(group, scatter, options, rng));
+    gather_infos.push_back(call_once(group, gather, options, rng_));
+    scatter_infos.push_back(call_once(group, scatter, options, rng_));
   }
   {
     SCOPED_TRACE("all-gather + matmul");
@@ -163,20 +163,17 @@ TEST(MeasuredChoice, InterleavedProblemsEachMeasureAndKeepTheirOwn) {
   }
 }
 
-TEST(MeasuredChoice, OffByDefaultAndNeverOverAForcedAlgorithm) {
-  asynctp_test::CleanPlannerEnv clean_env;
-  const asynctp_test::Seed seed;
-  SCOPED_TRACE(seed.note());
-  auto rng = seed.rng();
-  asynctp_test::FusedProblem problem(asynctp_test::make_shape(2, 128, 16, 32), rng);
-  for (const RunInfo& info : call_repeatedly(problem, 2, small_tiles(), 3, rng)) {
+TEST_F(MeasuredChoice, OffByDefaultAndNeverOverAForcedAlgorithm) {
+  SCOPED_TRACE(seed_.note());
+  asynctp_test::FusedProblem problem(asynctp_test::make_shape(2, 128, 16, 32), rng_);
+  for (const RunInfo& info : call_repeatedly(problem, 2, small_tiles(), 3, rng_)) {
     EXPECT_EQ(info.algorithm, Algorithm::native) << info.reason;
     EXPECT_FALSE(contains(info.reason, "measured choice")) << info.reason;
   }
   asynctp_test::ScopedEnv tune("ASYNCTP_TUNE", "on");
   Options forced = small_tiles();
   forced.algorithm = Algorithm::pipelined;
-  for (const RunInfo& info : call_repeatedly(problem, 2, forced, 3, rng)) {
+  for (const RunInfo& info : call_repeatedly(problem, 2, forced, 3, rng_)) {
     EXPECT_EQ(info.algorithm, Algorithm::pipelined) << info.reason;
     EXPECT_FALSE(contains(info.reason, "measured choice")) << info.reason;
   }
