@@ -5,7 +5,6 @@
 // trace, the report) and the steps of a row that `run` and `bench` share.
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <new>
 #include <optional>
@@ -112,8 +111,6 @@ std::vector<Plan> plans_for(AlgoChoice choice, bool tune_flag) {
   return {};
 }
 
-// Whether auto's calls take the measured choice: --tune, else
-// ASYNCTP_TUNE=on (which the library reads the same way).
 // One traced call per algorithm, back to back, so the trace shows them in turn.
 void write_trace(const Args& args, Backend& backend, const std::vector<Plan>& plans,
                  const std::vector<Row>& rows) {
