@@ -3,7 +3,10 @@
 // cuBLAS, proves the chunk gate waits (host thread releases chunks late and
 // out of order, data arriving by copy engine), checks the timeout path, and
 // times every config against cuBLASLt on the headline shapes (8192^3, and
-// M = 4096..32768 with the (n, k) of common tensor-parallel layers).
+// M = 4096..32768 with the (n, k) of common tensor-parallel layers); the
+// reduce-scatter side's configs (rs_..., whose epilogue releases each chunk)
+// are timed too, so that the release's cost shows beside the same tile's
+// all-gather config.
 //
 //   native_kernel_bench [--tests] [--speed] [--json FILE] [--reps N]
 //                       [--kernels id,id,...] [--swizzles 1,2,4,8] [--layouts row,col]
@@ -337,11 +340,26 @@ std::vector<nat::detail::InstanceInfo const*> all_instances() {
   };
 }
 
+// The reduce-scatter side's instances (ids "rs_..."): timed beside the
+// all-gather side's in --speed (same GEMM, the epilogue that releases each
+// chunk), not in the tests, which exercise the input gate.
+std::vector<nat::detail::InstanceInfo const*> output_instances() {
+  return {
+#define ASYNCTP_BENCH_LIST(id) &nat::detail::instance_##id(),
+      ASYNCTP_NATIVE_OUTPUT_INSTANCES(ASYNCTP_BENCH_LIST)
+#undef ASYNCTP_BENCH_LIST
+  };
+}
+
+bool releases_output(const nat::detail::InstanceInfo* i) {
+  return std::strncmp(i->id, "rs_", 3) == 0;
+}
+
 Variant make_variant(const nat::detail::InstanceInfo* i, int swizzle) {
   Variant v;
   v.inst = i;
   NativeGemmConfig& c = v.config;
-  c.sync = nat::ChunkSync::acquire_input;  // the all-gather side's instances (all_instances)
+  c.sync = releases_output(i) ? nat::ChunkSync::release_output : nat::ChunkSync::acquire_input;
   c.schedule = i->schedule;
   c.tile_m = i->tile_m;
   c.tile_n = i->tile_n;
@@ -353,7 +371,7 @@ Variant make_variant(const nat::detail::InstanceInfo* i, int swizzle) {
   c.has_b_row_major = !i->b_col_major;
   c.has_b_col_major = i->b_col_major;
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%s_%dx%dx%d_c%dx%d_s%d",
+  std::snprintf(buf, sizeof buf, "%s%s_%dx%dx%d_c%dx%d_s%d", releases_output(i) ? "rs_" : "",
                 i->schedule == nat::KernelSchedule::kCooperative ? "coop" : "pp", i->tile_m,
                 i->tile_n, i->tile_k, i->cluster_m, i->cluster_n, swizzle);
   v.name = buf;
@@ -362,22 +380,44 @@ Variant make_variant(const nat::detail::InstanceInfo* i, int swizzle) {
 }
 
 // Device-memory flags all set to `epoch` (every chunk ready) and error words.
+// The reduce-scatter side's words too: done flags (nobody waits for them
+// here) and tile counters, zero before every launch (each launch leaves them
+// zero).
 struct ReadyFlags {
   uint32_t* flags = nullptr;
   uint32_t* err = nullptr;
+  uint32_t* done_flags = nullptr;
+  uint32_t* done_counters = nullptr;
   uint32_t epoch = 1;
   explicit ReadyFlags(int w) {
     CK(cudaMalloc(&flags, sizeof(uint32_t) * size_t(w)));
     CK(cudaMalloc(&err, 3 * sizeof(uint32_t)));
+    CK(cudaMalloc(&done_flags, sizeof(uint32_t) * size_t(w)));
+    CK(cudaMalloc(&done_counters, sizeof(uint32_t) * size_t(w)));
     std::vector<uint32_t> h(size_t(w), epoch);
     CK(cudaMemcpy(flags, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemset(err, 0, 12));
+    CK(cudaMemset(done_flags, 0, sizeof(uint32_t) * size_t(w)));
+    CK(cudaMemset(done_counters, 0, sizeof(uint32_t) * size_t(w)));
   }
   ~ReadyFlags() {
     cudaFree(flags);
     cudaFree(err);
+    cudaFree(done_flags);
+    cudaFree(done_counters);
   }
 };
+
+// args for variant v's side: a reduce-scatter instance releases into the
+// done words instead of waiting on the chunk flags.
+NativeGemmArgs for_side(const Variant& v, NativeGemmArgs args, const ReadyFlags& ready) {
+  args.sync = v.config.sync;
+  if (args.sync == nat::ChunkSync::release_output) {
+    args.done_flags = ready.done_flags;
+    args.done_counters = ready.done_counters;
+  }
+  return args;
+}
 
 NativeGemmArgs make_args(const void* a, const void* b, bool b_col, void* c, int w,
                          int64_t m_per_chunk, int64_t n, int64_t k, int pivot,
@@ -742,8 +782,10 @@ std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, in
       runs.push_back({nullptr, bcol, false, 0, 0, {}});
       for (const Variant& v : variants) {
         if (v.inst->b_col_major != bcol) continue;
-        NativeGemmArgs args = make_args(A[0]->p, B[bcol][0]->p, bcol, C[0]->p, w, s.m / w, s.n,
-                                        s.k, 0, ready.flags, ready.epoch, ready.err);
+        NativeGemmArgs args = for_side(v, make_args(A[0]->p, B[bcol][0]->p, bcol, C[0]->p, w,
+                                                    s.m / w, s.n, s.k, 0, ready.flags,
+                                                    ready.epoch, ready.err),
+                                       ready);
         if (!nat::can_implement(v.config, args)) continue;
         const int64_t clusters_per_chunk = (s.m / w) / v.config.m_granularity;
         int g = v.config.swizzle;
@@ -782,9 +824,10 @@ std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, in
         if (!r.v) {
           lt.run(A[set]->p, B[r.bcol][set]->p, r.bcol, C[set]->p, s.m, s.n, s.k, st);
         } else {
-          NativeGemmArgs args = make_args(A[set]->p, B[r.bcol][set]->p, r.bcol, C[set]->p, w,
-                                          s.m / w, s.n, s.k, rep % w, ready.flags, ready.epoch,
-                                          ready.err);
+          NativeGemmArgs args = for_side(*r.v, make_args(A[set]->p, B[r.bcol][set]->p, r.bcol,
+                                                         C[set]->p, w, s.m / w, s.n, s.k, rep % w,
+                                                         ready.flags, ready.epoch, ready.err),
+                                         ready);
           const cudaError_t e = nat::launch(r.v->config, args, nullptr, st);
           if (e != cudaSuccess) {
             fail(r.v->name + " speed launch: " + cudaGetErrorString(e));
@@ -828,8 +871,10 @@ std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, in
         row.tflops = flop / (row.ms * 1e-3) / 1e12;
         row.ratio = lt_ms / row.ms;
         if (r.v) {  // every variant's output checked against cuBLASLt on set 0
-          NativeGemmArgs args = make_args(A[0]->p, B[bcol][0]->p, bcol, c_chk.p, w, s.m / w, s.n,
-                                          s.k, 3, ready.flags, ready.epoch, ready.err);
+          NativeGemmArgs args = for_side(*r.v, make_args(A[0]->p, B[bcol][0]->p, bcol, c_chk.p,
+                                                         w, s.m / w, s.n, s.k, 3, ready.flags,
+                                                         ready.epoch, ready.err),
+                                         ready);
           poison(c_chk.p, c_b, st);
           CK(nat::launch(r.v->config, args, nullptr, st));
           CK(cudaStreamSynchronize(st));
@@ -991,7 +1036,9 @@ int main(int argc, char** argv) {
               "m_gran", "B");
   const auto filter = split(kernels_filter);
   std::vector<const nat::detail::InstanceInfo*> insts;
-  for (auto* i : all_instances()) {
+  std::vector<const nat::detail::InstanceInfo*> listed = all_instances();
+  for (auto* i : output_instances()) listed.push_back(i);
+  for (auto* i : listed) {
     if (!filter.empty() && std::find(filter.begin(), filter.end(), i->id) == filter.end()) continue;
     insts.push_back(i);
     std::printf("#            %-28s %-5s %6d %7d %9d %s\n", i->id,
@@ -1004,11 +1051,12 @@ int main(int argc, char** argv) {
 
   LtGemm lt;
   std::vector<Variant> base;  // swizzle 1 of every instance, for the tests
-  for (auto* i : insts) base.push_back(make_variant(i, 1));
+  for (auto* i : insts)
+    if (!releases_output(i)) base.push_back(make_variant(i, 1));
   if (tests) {
     std::vector<Variant> with_swizzle = base;
     for (auto* i : insts)
-      if (!i->b_col_major) with_swizzle.push_back(make_variant(i, 4));
+      if (!i->b_col_major && !releases_output(i)) with_swizzle.push_back(make_variant(i, 4));
     correctness(with_swizzle, lt, quick);
     gating(base);
     timeout_path(base);
