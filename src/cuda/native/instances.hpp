@@ -1,31 +1,13 @@
 // Internal: the kernel instantiations of this build, one per translation unit
 // under instances/ (each one CUTLASS kernel: ~90 s and ~3.5 GB to compile).
 // No CUTLASS here; async_input_gemm.cpp builds the config table from these.
+// The instances themselves include only instance_info.hpp, so that a line
+// added or removed here rebuilds this list's readers, not every kernel.
 #pragma once
 
-#include <cuda_runtime_api.h>
-
-#include "async_input_gemm.hpp"
+#include "instance_info.hpp"
 
 namespace asynctp::cuda::native::detail {
-
-// group_m: the scheduler's swizzle, already clamped by the caller.
-// sm_limit: the grid limit in CTAs, already clamped to the device.
-using InstanceLaunchFn = cudaError_t (*)(const NativeGemmArgs& args, int group_m, int sm_limit,
-                                         void* workspace, cudaStream_t stream);
-using InstanceGridFn = int (*)(const NativeGemmArgs& args, int group_m, int sm_limit);
-
-struct InstanceInfo {
-  const char* id;
-  KernelSchedule schedule;
-  int tile_m, tile_n, tile_k;
-  int cluster_m, cluster_n;
-  bool b_col_major;
-  int stages;      // mainloop pipeline stages (CUTLASS's auto carve-out)
-  int smem_bytes;  // dynamic shared memory per CTA
-  InstanceLaunchFn launch;
-  InstanceGridFn grid;
-};
 
 // The instantiations of this build. Adding one: a file instances/<id>.cu
 // (copy a sibling, change the parameters) and a line here.

@@ -44,7 +44,7 @@
 #include "cutlass/util/packed_stride.hpp"
 
 #include "../async_input_gemm.hpp"
-#include "../instances.hpp"
+#include "../instance_info.hpp"
 #include "chunk_gated_mainloop.cuh"
 #include "chunk_gated_scheduler.cuh"
 #include "chunk_signaling_epilogue.cuh"
