@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <regex>
 #include <string>
@@ -102,21 +103,50 @@ void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
   }
 }
 
-TEST(LoopbackMeasuredChoice, BackToBackCallsMeasureThenKeep) {
-  ASYNCTP_REQUIRE_SM90();
-  lb::CleanPlannerEnv env;
-  const Seed seed;
-  SCOPED_TRACE(seed.note());
-  auto rng = seed.rng();
-  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
-  RankStreams streams;
-  CUDA_ASSERT(streams.create(kWorld));
-  LoopbackProblem problem(lb::loopback_shape(kWorld, 4096, 2048, 256, DType::bf16, false), rng);
+class LoopbackMeasuredChoice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASYNCTP_REQUIRE_SM90();
+    group_.emplace(lb::loopback_config(kWorld, Link::pcie));
+    CUDA_ASSERT(streams_.create(kWorld));
+  }
+
+  // kCalls tuned calls of `problem`, each on poisoned outputs (after
+  // `before_each`) and checked, with no synchronize between them (the next
+  // call reads this one's time itself); every rank ran the same algorithm.
+  // Rank 0's RunInfos, in order.
+  template <class Problem, class BeforeEach>
+  void checked_calls(Problem& problem, BeforeEach before_each, std::vector<RunInfo>* infos) {
+    const Options options = tuned();
+    for (int i = 0; i < kCalls; ++i) {
+      SCOPED_TRACE("call " + std::to_string(i + 1));
+      ASSERT_NO_FATAL_FAILURE(before_each());
+      ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
+      const auto results = lb::run_ranks(
+          *group_, streams_,
+          [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); }, "tuned call",
+          /*sync=*/false);
+      lb::expect_all_ok(results, results[0].info.algorithm);
+      ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
+      infos->push_back(results[0].info);
+    }
+  }
+
+  lb::CleanPlannerEnv env_;
+  const Seed seed_;
+  std::mt19937_64 rng_ = seed_.rng();
+  std::optional<LoopbackGroup> group_;
+  RankStreams streams_;
+};
+
+TEST_F(LoopbackMeasuredChoice, BackToBackCallsMeasureThenKeep) {
+  SCOPED_TRACE(seed_.note());
+  LoopbackProblem problem(lb::loopback_shape(kWorld, 4096, 2048, 256, DType::bf16, false), rng_);
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
   std::vector<std::vector<RunInfo>> infos(kWorld);
   const Options options = tuned();
   const auto results = lb::run_ranks(
-      group, streams,
+      *group_, streams_,
       [&](Comm& comm, cudaStream_t s) {
         RunInfo last;
         for (int i = 0; i < kCalls; ++i) {
@@ -141,33 +171,17 @@ TEST(LoopbackMeasuredChoice, BackToBackCallsMeasureThenKeep) {
 // A shape too small for the planner to overlap (it plans decomposed and
 // offers the group nothing else), where native and pipelined still run when
 // forced: the measured choice measures all three.
-TEST(LoopbackMeasuredChoice, MeasuresWhatRunsWhenForcedNotOnlyWhatWasPlanned) {
-  ASYNCTP_REQUIRE_SM90();
+TEST_F(LoopbackMeasuredChoice, MeasuresWhatRunsWhenForcedNotOnlyWhatWasPlanned) {
   if (lb::single_hardware_queue()) {
     GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS=1: native cannot run in this process";
   }
-  lb::CleanPlannerEnv env;
-  const Seed seed;
-  SCOPED_TRACE(seed.note());
-  auto rng = seed.rng();
-  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
-  RankStreams streams;
-  CUDA_ASSERT(streams.create(kWorld));
-  LoopbackProblem problem(lb::loopback_shape(kWorld, 256, 512, 256), rng);
+  SCOPED_TRACE(seed_.note());
+  LoopbackProblem problem(lb::loopback_shape(kWorld, 256, 512, 256), rng_);
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
-  ASSERT_EQ(problem.plan(group.comm(0), Options{}).algorithm, Algorithm::decomposed);
-  const Options options = tuned();
+  ASSERT_EQ(problem.plan(group_->comm(0), Options{}).algorithm, Algorithm::decomposed);
   std::vector<RunInfo> infos;
-  for (int i = 0; i < kCalls; ++i) {
-    SCOPED_TRACE("call " + std::to_string(i + 1));
-    ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
-    const auto results = lb::run_ranks(
-        group, streams, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); },
-        "tuned call", /*sync=*/false);
-    lb::expect_all_ok(results, results[0].info.algorithm);
-    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
-    infos.push_back(results[0].info);
-  }
+  ASSERT_NO_FATAL_FAILURE(checked_calls(
+      problem, [] {}, &infos));
   ASSERT_NO_FATAL_FAILURE(expect_measured_then_kept(infos));
   // Planned first, then the rest from the most ambitious down.
   EXPECT_EQ(infos[0].algorithm, Algorithm::decomposed);
@@ -175,33 +189,14 @@ TEST(LoopbackMeasuredChoice, MeasuresWhatRunsWhenForcedNotOnlyWhatWasPlanned) {
   EXPECT_EQ(infos[2].algorithm, Algorithm::pipelined);
 }
 
-TEST(LoopbackMeasuredChoice, ReduceScatterEveryCallChecked) {
-  ASYNCTP_REQUIRE_SM90();
-  lb::CleanPlannerEnv env;
-  const Seed seed;
-  SCOPED_TRACE(seed.note());
-  auto rng = seed.rng();
-  LoopbackGroup group(lb::loopback_config(kWorld, Link::pcie));
-  RankStreams streams;
-  CUDA_ASSERT(streams.create(kWorld));
+TEST_F(LoopbackMeasuredChoice, ReduceScatterEveryCallChecked) {
+  SCOPED_TRACE(seed_.note());
   // On native's tile grid, so that every algorithm is a candidate.
-  DeviceRsProblem problem(asynctp_test::rs_shape(kWorld, 2048, 1024, 512), rng);
+  DeviceRsProblem problem(asynctp_test::rs_shape(kWorld, 2048, 1024, 512), rng_);
   ASSERT_NO_FATAL_FAILURE(problem.prepare());
-  const Options options = tuned();
   std::vector<RunInfo> infos;
-  for (int i = 0; i < kCalls; ++i) {
-    SCOPED_TRACE("call " + std::to_string(i + 1));
-    ASSERT_NO_FATAL_FAILURE(problem.refill(rng));
-    ASSERT_NO_FATAL_FAILURE(problem.poison_outputs());
-    // No synchronize: the next call reads this one's time itself.
-    const auto results = lb::run_ranks(
-        group, streams, [&](Comm& comm, cudaStream_t s) { return problem.call(comm, options, s); },
-        "tuned call",
-        /*sync=*/false);
-    lb::expect_all_ok(results, results[0].info.algorithm);
-    ASSERT_NO_FATAL_FAILURE(problem.expect_all_correct());
-    infos.push_back(results[0].info);
-  }
+  ASSERT_NO_FATAL_FAILURE(checked_calls(
+      problem, [&] { problem.refill(rng_); }, &infos));
   ASSERT_NO_FATAL_FAILURE(expect_measured_then_kept(infos));
 }
 
