@@ -10,8 +10,10 @@
 //
 //   native_kernel_bench [--tests] [--speed] [--json FILE] [--reps N]
 //                       [--kernels id,id,...] [--swizzles 1,2,4,8] [--layouts row,col]
-//                       [--quick]
+//                       [--quick] [--free-sms N] [--poll] [--placement]
 //
+// --free-sms, --poll and --placement time the reduce-scatter instances in
+// the loopback call's surroundings (see g_free_sms below).
 // With neither --tests nor --speed it does both. Exits non-zero on any wrong
 // value, failed check or CUDA error. The last lines are a short table.
 #include <cublasLt.h>
@@ -734,6 +736,34 @@ struct SpeedRow {
 // "MxNxK,MxNxK,...": the shapes --shapes asks for (the cost table's grid).
 std::vector<std::array<int64_t, 3>> g_shapes;
 
+// The reduce-scatter call's surroundings, to time its GEMM as the loopback
+// call runs it (each off by default): the grid on all but g_free_sms SMs
+// (the arrival model keeps one), a one-thread poller on another stream that
+// waits for each chunk's release as the model does, and the W - 1 library
+// GEMMs that place the peers' partials right before the grid (untimed).
+int g_free_sms = 0;
+bool g_poll = false;
+bool g_placement = false;
+
+__device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// One thread: waits for flags[0..w) to hold epoch in order (each at most
+// timeout_ns of the global timer), as the arrival model polls the chunks.
+__global__ void poll_releases(const uint32_t* flags, int w, uint32_t epoch, uint64_t timeout_ns) {
+  for (int i = 0; i < w; ++i) {
+    uint64_t t0 = 0, now = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    while (ld_acquire_sys(flags + i) != epoch) {
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+      if (now - t0 > timeout_ns) return;
+    }
+  }
+}
+
 std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, int reps,
                             bool quick, const std::vector<bool>& layouts) {
   std::printf("\n== speed: every chunk ready (flags preset in device memory), W = 8, "
@@ -756,8 +786,12 @@ std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, in
   const int w = 8;
   ReadyFlags ready(w);
   std::vector<SpeedRow> rows;
-  cudaStream_t st;
+  cudaStream_t st, poll_stream;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&poll_stream, cudaStreamNonBlocking));
+  int sm_count = 0;
+  CK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  const int max_sms = g_free_sms > 0 ? sm_count - g_free_sms : 0;
   for (const S& s : shapes) {
     const size_t a_b = size_t(s.m * s.k * 2), b_b = size_t(s.k * s.n * 2), c_b = size_t(s.m * s.n * 2);
     const size_t set_bytes = a_b + b_b + c_b;
@@ -773,6 +807,9 @@ std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, in
       }
     }
     DeviceBuffer c_lt(c_b), c_chk(c_b);
+    // The placed peers' partials: W - 1 chunks of m / W rows.
+    std::unique_ptr<DeviceBuffer> placed;
+    if (g_placement) placed.reset(new DeviceBuffer(c_b));
 
     // The runs: cuBLASLt per layout, then one per distinct (kernel, clamped
     // group), then the config choose_native_gemm_config picks ("auto").
@@ -784,7 +821,8 @@ std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, in
         if (v.inst->b_col_major != bcol) continue;
         NativeGemmArgs args = for_side(v, make_args(A[0]->p, B[bcol][0]->p, bcol, C[0]->p, w,
                                                     s.m / w, s.n, s.k, 0, ready.flags,
-                                                    ready.epoch, ready.err),
+                                                    ready.epoch, ready.err, 2'000'000'000ull,
+                                                    max_sms),
                                        ready);
         if (!nat::can_implement(v.config, args)) continue;
         const int64_t clusters_per_chunk = (s.m / w) / v.config.m_granularity;
@@ -820,23 +858,43 @@ std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, in
       const int set = rep % nsets;
       for (size_t ri = 0; ri < runs.size(); ++ri) {
         Run& r = runs[ri];
+        const bool releases = r.v && r.v->config.sync == nat::ChunkSync::release_output;
+        if (releases && placed) {
+          const int64_t m = s.m / w;
+          for (int slot = 0; slot + 1 < w; ++slot) {
+            lt.run(static_cast<const char*>(A[set]->p) + size_t(slot * m * s.k) * 2,
+                   B[r.bcol][set]->p, r.bcol,
+                   static_cast<char*>(placed->p) + size_t(slot * m * s.n) * 2, m, s.n, s.k, st);
+          }
+        }
         CK(cudaEventRecord(ev[2 * ri], st));
         if (!r.v) {
           lt.run(A[set]->p, B[r.bcol][set]->p, r.bcol, C[set]->p, s.m, s.n, s.k, st);
         } else {
+          // A releasing run's epoch changes every launch, so that the poller
+          // waits for this launch's releases (the gate's stays 1: its flags
+          // are preset).
           NativeGemmArgs args = for_side(*r.v, make_args(A[set]->p, B[r.bcol][set]->p, r.bcol,
                                                          C[set]->p, w, s.m / w, s.n, s.k, rep % w,
-                                                         ready.flags, ready.epoch, ready.err),
+                                                         ready.flags, ready.epoch, ready.err,
+                                                         2'000'000'000ull, max_sms),
                                          ready);
+          if (releases) args.epoch = 100u + uint32_t(rep * runs.size() + ri);
           const cudaError_t e = nat::launch(r.v->config, args, nullptr, st);
           if (e != cudaSuccess) {
             fail(r.v->name + " speed launch: " + cudaGetErrorString(e));
             _exit(2);
           }
+          if (releases && g_poll) {
+            poll_releases<<<1, 1, 0, poll_stream>>>(ready.done_flags, w, args.epoch,
+                                                    100'000'000ull);
+            CK(cudaGetLastError());
+          }
         }
         CK(cudaEventRecord(ev[2 * ri + 1], st));
       }
       CK(cudaStreamSynchronize(st));
+      CK(cudaStreamSynchronize(poll_stream));
       if (rep >= 3) {
         for (size_t ri = 0; ri < runs.size(); ++ri) {
           float t = 0;
@@ -891,6 +949,7 @@ std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, in
     std::fflush(stdout);
   }
   CK(cudaStreamDestroy(st));
+  CK(cudaStreamDestroy(poll_stream));
   return rows;
 }
 
@@ -1007,6 +1066,9 @@ int main(int argc, char** argv) {
     else if (a == "--kernels") kernels_filter = next();
     else if (a == "--swizzles") swizzles = next();
     else if (a == "--layouts") layouts_arg = next();
+    else if (a == "--free-sms") g_free_sms = std::max(0, std::atoi(next().c_str()));
+    else if (a == "--poll") g_poll = true;
+    else if (a == "--placement") g_placement = true;
     else if (a == "--shapes") {
       for (const auto& s : split(next())) {
         long m = 0, n = 0, k = 0;
@@ -1017,7 +1079,7 @@ int main(int argc, char** argv) {
         g_shapes.push_back({m, n, k});
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--tests] [--speed] [--json FILE] [--reps N] [--kernels id,..] [--swizzles 1,2,..] [--layouts row,col] [--shapes MxNxK,..] [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--tests] [--speed] [--json FILE] [--reps N] [--kernels id,..] [--swizzles 1,2,..] [--layouts row,col] [--shapes MxNxK,..] [--quick] [--free-sms N] [--poll] [--placement]\n", argv[0]);
       return 2;
     }
   }
