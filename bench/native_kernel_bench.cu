@@ -10,7 +10,7 @@
 //
 //   native_kernel_bench [--tests] [--speed] [--json FILE] [--reps N]
 //                       [--kernels id,id,...] [--swizzles 1,2,4,8] [--layouts row,col]
-//                       [--quick] [--free-sms N] [--poll] [--placement]
+//                       [--quick] [--free-sms N] [--poll [--poll-gbps G]] [--placement]
 //
 // --free-sms, --poll and --placement time the reduce-scatter instances in
 // the loopback call's surroundings (see g_free_sms below).
@@ -390,12 +390,14 @@ struct ReadyFlags {
   uint32_t* err = nullptr;
   uint32_t* done_flags = nullptr;
   uint32_t* done_counters = nullptr;
+  uint32_t* released = nullptr;  // the --poll-gbps poller's release word
   uint32_t epoch = 1;
   explicit ReadyFlags(int w) {
     CK(cudaMalloc(&flags, sizeof(uint32_t) * size_t(w)));
     CK(cudaMalloc(&err, 3 * sizeof(uint32_t)));
     CK(cudaMalloc(&done_flags, sizeof(uint32_t) * size_t(w)));
     CK(cudaMalloc(&done_counters, sizeof(uint32_t) * size_t(w)));
+    CK(cudaMalloc(&released, sizeof(uint32_t)));
     std::vector<uint32_t> h(size_t(w), epoch);
     CK(cudaMemcpy(flags, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemset(err, 0, 12));
@@ -407,6 +409,7 @@ struct ReadyFlags {
     cudaFree(err);
     cudaFree(done_flags);
     cudaFree(done_counters);
+    cudaFree(released);
   }
 };
 
@@ -739,10 +742,13 @@ std::vector<std::array<int64_t, 3>> g_shapes;
 // The reduce-scatter call's surroundings, to time its GEMM as the loopback
 // call runs it (each off by default): the grid on all but g_free_sms SMs
 // (the arrival model keeps one), a one-thread poller on another stream that
-// waits for each chunk's release as the model does, and the W - 1 library
-// GEMMs that place the peers' partials right before the grid (untimed).
+// waits for each chunk's release as the model does (with --poll-gbps, also
+// as the model then spins the chunk's transfer time and releases a word at
+// system scope), and the W - 1 library GEMMs that place the peers' partials
+// right before the grid (untimed).
 int g_free_sms = 0;
 bool g_poll = false;
+double g_poll_gbps = 0;
 bool g_placement = false;
 
 __device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t* p) {
@@ -751,16 +757,29 @@ __device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t* p) {
   return v;
 }
 
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // One thread: waits for flags[0..w) to hold epoch in order (each at most
-// timeout_ns of the global timer), as the arrival model polls the chunks.
-__global__ void poll_releases(const uint32_t* flags, int w, uint32_t epoch, uint64_t timeout_ns) {
+// timeout_ns of the global timer), as the arrival model polls the chunks;
+// after each, where transfer_ns > 0, spins that long (sleeping 64 ns
+// between reads of the timer) and releases *released at system scope, as
+// the model does for each slot.
+__global__ void poll_releases(const uint32_t* flags, int w, uint32_t epoch, uint64_t timeout_ns,
+                              uint64_t transfer_ns, uint32_t* released) {
   for (int i = 0; i < w; ++i) {
-    uint64_t t0 = 0, now = 0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    const uint64_t t0 = global_ns();
     while (ld_acquire_sys(flags + i) != epoch) {
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-      if (now - t0 > timeout_ns) return;
+      if (global_ns() - t0 > timeout_ns) return;
+      __nanosleep(64);
     }
+    if (transfer_ns == 0) continue;
+    const uint64_t until = global_ns() + transfer_ns;
+    while (global_ns() < until) __nanosleep(64);
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(released), "r"(epoch) : "memory");
   }
 }
 
@@ -886,8 +905,11 @@ std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, in
             _exit(2);
           }
           if (releases && g_poll) {
+            // The chunk's bytes (m / W x n, bf16) at g_poll_gbps: bytes / (GB/s) = ns.
+            const uint64_t transfer_ns =
+                g_poll_gbps > 0 ? uint64_t(double(s.m / w * s.n * 2) / g_poll_gbps) : 0;
             poll_releases<<<1, 1, 0, poll_stream>>>(ready.done_flags, w, args.epoch,
-                                                    100'000'000ull);
+                                                    100'000'000ull, transfer_ns, ready.released);
             CK(cudaGetLastError());
           }
         }
@@ -1068,6 +1090,7 @@ int main(int argc, char** argv) {
     else if (a == "--layouts") layouts_arg = next();
     else if (a == "--free-sms") g_free_sms = std::max(0, std::atoi(next().c_str()));
     else if (a == "--poll") g_poll = true;
+    else if (a == "--poll-gbps") g_poll_gbps = std::atof(next().c_str());
     else if (a == "--placement") g_placement = true;
     else if (a == "--shapes") {
       for (const auto& s : split(next())) {
@@ -1079,7 +1102,7 @@ int main(int argc, char** argv) {
         g_shapes.push_back({m, n, k});
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--tests] [--speed] [--json FILE] [--reps N] [--kernels id,..] [--swizzles 1,2,..] [--layouts row,col] [--shapes MxNxK,..] [--quick] [--free-sms N] [--poll] [--placement]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--tests] [--speed] [--json FILE] [--reps N] [--kernels id,..] [--swizzles 1,2,..] [--layouts row,col] [--shapes MxNxK,..] [--quick] [--free-sms N] [--poll] [--poll-gbps G] [--placement]\n", argv[0]);
       return 2;
     }
   }

@@ -2,8 +2,9 @@
 # Runs on the device machine (one GPU): the reduce-scatter GEMM (rs_...)
 # beside the all-gather one of the same tile and cuBLASLt, timed alone and
 # in each of the loopback call's surroundings (native_kernel_bench's
-# --free-sms, --poll, --placement), each setting its own process, the whole
-# sequence twice so that each setting's spread shows. Prints one line per
+# --free-sms, --poll [--poll-gbps], --placement), each setting its own
+# process, the whole sequence twice so that each setting's spread shows
+# (and how far the device's clocks drift under the sustained load). Prints one line per
 # (setting, round, shape, kernel): median ms; full logs in $OUT.
 #
 #   BIN=.devbin/gpu scripts/device/rs-gemm-surroundings.sh KERNELS SHAPES
@@ -14,7 +15,8 @@ source scripts/device/env.sh >/dev/null
 bin=${BIN:-.devbin/gpu}
 kernels=$1 shapes=$2
 settings=("alone:" "free1:--free-sms 1" "free1-poll:--free-sms 1 --poll"
-          "placement:--placement" "all:--free-sms 1 --poll --placement")
+          "free1-model:--free-sms 1 --poll --poll-gbps 400"
+          "placement:--placement" "all:--free-sms 1 --poll --poll-gbps 400 --placement")
 for round in 1 2; do
   for setting in "${settings[@]}"; do
     name=${setting%%:*} flags=${setting#*:}
