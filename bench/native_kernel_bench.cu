@@ -12,8 +12,9 @@
 //                       [--kernels id,id,...] [--swizzles 1,2,4,8] [--layouts row,col]
 //                       [--quick] [--free-sms N] [--poll [--poll-gbps G]] [--placement]
 //
-// --free-sms, --poll and --placement time the reduce-scatter instances in
-// the loopback call's surroundings (see g_free_sms below).
+// --free-sms (every native variant), --poll and --placement (the
+// reduce-scatter ones) time the kernels in the loopback reduce-scatter
+// call's surroundings (see g_free_sms below).
 // With neither --tests nor --speed it does both. Exits non-zero on any wrong
 // value, failed check or CUDA error. The last lines are a short table.
 #include <cublasLt.h>
