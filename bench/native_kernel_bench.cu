@@ -41,6 +41,8 @@
 
 #include "async_input_gemm.hpp"
 #include "instances.hpp"
+#include "kernel/chunk_gate.cuh"
+#include "kernel/chunk_signal.cuh"
 
 namespace nat = asynctp::cuda::native;
 using nat::NativeGemmArgs;
@@ -752,35 +754,25 @@ bool g_poll = false;
 double g_poll_gbps = 0;
 bool g_placement = false;
 
-__device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ uint64_t global_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // One thread: waits for flags[0..w) to hold epoch in order (each at most
 // timeout_ns of the global timer), as the arrival model polls the chunks;
 // after each, where transfer_ns > 0, spins that long (sleeping 64 ns
 // between reads of the timer) and releases *released at system scope, as
-// the model does for each slot.
+// the model does for each slot. The kernel's own acquire, release and
+// timer (kernel/chunk_gate.cuh, kernel/chunk_signal.cuh).
 __global__ void poll_releases(const uint32_t* flags, int w, uint32_t epoch, uint64_t timeout_ns,
                               uint64_t transfer_ns, uint32_t* released) {
+  namespace k = nat::kernel;
   for (int i = 0; i < w; ++i) {
-    const uint64_t t0 = global_ns();
-    while (ld_acquire_sys(flags + i) != epoch) {
-      if (global_ns() - t0 > timeout_ns) return;
+    const uint64_t t0 = k::globaltimer_ns();
+    while (k::ld_acquire_sys(flags + i) != epoch) {
+      if (k::globaltimer_ns() - t0 > timeout_ns) return;
       __nanosleep(64);
     }
     if (transfer_ns == 0) continue;
-    const uint64_t until = global_ns() + transfer_ns;
-    while (global_ns() < until) __nanosleep(64);
-    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(released), "r"(epoch) : "memory");
+    const uint64_t until = k::globaltimer_ns() + transfer_ns;
+    while (k::globaltimer_ns() < until) __nanosleep(64);
+    k::st_release_sys(released, epoch);
   }
 }
 
