@@ -88,13 +88,13 @@ __device__ bool wait_flag(const std::uint32_t* flag, std::uint32_t epoch, std::u
   }
 }
 
-// Element-wise over rows * cols (every input is dense, ld = cols): each
-// thread adds slots [first, end) to its elements' fp32 sum, in order,
-// starting from own (sum_in null) or from sum_in, and stores the sum into
-// sum_out, or rounded into out where sum_out is null.
+// Over rows * cols (every input is dense, ld = cols): each thread adds
+// slots [first, end) to its elements' fp32 sum, in order, starting from own
+// (sum_in null) or from sum_in, and stores the sum into sum_out, or rounded
+// into out where sum_out is null. Element by element (any alignment).
 template <class T>
-__device__ void add_slots(const ReduceArgs& args, int first, int end, const float* sum_in,
-                          float* sum_out) {
+__device__ void add_slots_elementwise(const ReduceArgs& args, int first, int end,
+                                      const float* sum_in, float* sum_out) {
   const std::int64_t total = args.rows * args.cols;
   const T* own = static_cast<const T*>(args.own);
   const T* slots = static_cast<const T*>(args.slots);
@@ -131,6 +131,89 @@ __device__ void add_slots(const ReduceArgs& args, int first, int end, const floa
         out[i] = narrow<T>(acc[j]);
       }
     }
+  }
+}
+
+// The same sum 16 bytes of each input at a time (kWidth elements a
+// thread), for inputs whose every 16-byte group starts aligned: a quarter
+// to an eighth of the loads, each as wide as the memory system's, so that
+// the pass streams HBM near a copy's speed. Each element's sum is the same
+// additions in the same order as element by element: bitwise the same.
+template <class T>
+struct Vector {
+  static constexpr int kWidth = 16 / static_cast<int>(sizeof(T));
+  union {
+    uint4 raw;
+    T values[kWidth];
+  };
+};
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
+
+template <class T>
+__device__ bool vectorizable(const ReduceArgs& args, const float* sum_in, const float* sum_out) {
+  return (args.rows * args.cols) % Vector<T>::kWidth == 0 && aligned16(args.own) &&
+         aligned16(args.slots) && aligned16(args.out) && (sum_in == nullptr || aligned16(sum_in)) &&
+         (sum_out == nullptr || aligned16(sum_out));
+}
+
+template <class T>
+__device__ void add_slots_vectorized(const ReduceArgs& args, int first, int end,
+                                     const float* sum_in, float* sum_out) {
+  constexpr int kWidth = Vector<T>::kWidth;
+  const std::int64_t total = args.rows * args.cols;
+  const T* own = static_cast<const T*>(args.own);
+  const T* slots = static_cast<const T*>(args.slots);
+  T* out = static_cast<T*>(args.out);
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x * kWidth;
+  for (std::int64_t i = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kWidth;
+       i < total; i += stride) {
+    float acc[kWidth];
+    if (sum_in != nullptr) {
+#pragma unroll
+      for (int q = 0; q < kWidth; q += 4) {
+        const float4 v = *reinterpret_cast<const float4*>(sum_in + i + q);
+        acc[q] = v.x;
+        acc[q + 1] = v.y;
+        acc[q + 2] = v.z;
+        acc[q + 3] = v.w;
+      }
+    } else {
+      Vector<T> v;
+      v.raw = *reinterpret_cast<const uint4*>(own + i);
+#pragma unroll
+      for (int q = 0; q < kWidth; ++q) acc[q] = widen(v.values[q]);
+    }
+    for (int s = first; s < end; ++s) {
+      Vector<T> v;
+      v.raw = *reinterpret_cast<const uint4*>(slots + static_cast<std::int64_t>(s) * total + i);
+#pragma unroll
+      for (int q = 0; q < kWidth; ++q) acc[q] += widen(v.values[q]);
+    }
+    if (sum_out != nullptr) {
+#pragma unroll
+      for (int q = 0; q < kWidth; q += 4) {
+        *reinterpret_cast<float4*>(sum_out + i + q) =
+            make_float4(acc[q], acc[q + 1], acc[q + 2], acc[q + 3]);
+      }
+    } else {
+      Vector<T> v;
+#pragma unroll
+      for (int q = 0; q < kWidth; ++q) v.values[q] = narrow<T>(acc[q]);
+      *reinterpret_cast<uint4*>(out + i) = v.raw;
+    }
+  }
+}
+
+template <class T>
+__device__ void add_slots(const ReduceArgs& args, int first, int end, const float* sum_in,
+                          float* sum_out) {
+  if (vectorizable<T>(args, sum_in, sum_out)) {
+    add_slots_vectorized<T>(args, first, end, sum_in, sum_out);
+  } else {
+    add_slots_elementwise<T>(args, first, end, sum_in, sum_out);
   }
 }
 
@@ -198,11 +281,17 @@ __global__ void link_model_kernel(LinkModelArgs args) {
   bool failed = false;
   std::uint64_t link_free = 0;  // when the link has carried the previous slot
   for (int i = 0; i < args.steps; ++i) {
-    failed = failed || !wait_flag(args.computed + args.owners[i], args.epoch, args.timeout_ns,
-                                  args.error_words, i, 64u);
+    const std::uint32_t* computed = args.computed + args.owners[i];
+    // A partial computed while the link still carried the one before starts
+    // exactly when the link is free: only a partial the model had to wait
+    // for starts when the model saw it, so that the polling's and the
+    // timer's granularity do not pile up over the steps.
+    const bool waited = load_acquire_sys(computed) != args.epoch;
+    failed = failed || !wait_flag(computed, args.epoch, args.timeout_ns, args.error_words, i, 64u);
     if (!failed) {
       const std::uint64_t now = globaltimer_ns();
-      link_free = (now > link_free ? now : link_free) + args.transfer_ns;
+      if (waited || link_free == 0) link_free = now > link_free ? now : link_free;
+      link_free += args.transfer_ns;
       while (globaltimer_ns() < link_free) __nanosleep(64);
     }
     store_release_sys(args.slot_flags + i, args.epoch);

@@ -18,7 +18,10 @@ namespace asynctp::gpu {
 // slots[0], slots[1], ... slots[slot_count - 1]) in that order, every input
 // rows x cols row-major in `dtype`: the CPU backend's summation order, so
 // the two backends round alike. Writes nothing when *error_words != 0 (a
-// wait of this call timed out: its output is reported, not produced).
+// wait of this call timed out: its output is reported, not produced). Where
+// every input's 16-byte groups start aligned (rows * cols a multiple of 16
+// bytes' worth of elements, 16-byte aligned pointers) each thread moves 16
+// bytes of every input at a time, else one element: bitwise the same sums.
 struct ReduceArgs {
   DType dtype = DType::bf16;
   std::int64_t rows = 0;
@@ -82,7 +85,8 @@ rt::Status enqueue_wait_flags(const SlotFlags& land, int first, int count,
 // transfer_ns after both the partial it stands for is computed here
 // (computed[owners[i]] == epoch: by the ring's symmetry the peer computes
 // its partial of step i when this rank computes its own) and the link has
-// carried slot i - 1. One thread does every step, launched once per call:
+// carried slot i - 1 (a partial computed while the link was busy starts
+// exactly when it is free). One thread does every step, launched once per call:
 // no step waits for a launch, or for a free SM while the call's GEMM or
 // reduction fills the GPU, which a real link's copy engines never do. A
 // partial not computed within timeout_ns leaves error words as

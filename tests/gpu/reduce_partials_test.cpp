@@ -1,8 +1,11 @@
 // The reduce-scatter's reduction kernel (gpu/partial_kernels.hpp), alone:
 //
 //   ReducePartials.AsTheSlotsLandMatchesOnePassBitwise
-//       bf16, fp16 and fp32, W = 2, 3, 5 and 8, a shape off every block
-//       size: the one pass is within the bound of one fp32 sum of W terms
+//       bf16, fp16 and fp32, W = 2, 3, 5 and 8, rows of an odd count of
+//       elements (off every block size and the 16-byte grid) and of a
+//       multiple of 8 (16 bytes at a time): each pass is bitwise the same
+//       inputs set one element off the 16-byte grid (element by element);
+//       the one pass is within the bound of one fp32 sum of W terms
 //       rounded once of the float64 sum, every element of out written (out
 //       poisoned with NaN first); the reduction as the slots land, with every
 //       slot landed at the launch, none (each landing from the host while
@@ -47,10 +50,36 @@ struct Partials {
   HostTensor own;
   std::vector<HostTensor> slots;
   DeviceBuffer d_own, d_slots, d_out, d_sum, d_err;
+  // Bytes own, the slots and out sit past their allocations' (16-byte
+  // aligned) starts: one element puts them off the 16-byte grid, where the
+  // kernels take the element-wise path.
+  std::size_t shift = 0;
 
   std::size_t chunk_bytes() const { return own.bytes(); }
   std::int64_t elements() const { return rows * cols; }
+  char* own_at() const { return static_cast<char*>(d_own.p) + shift; }
+  char* slots_at() const { return static_cast<char*>(d_slots.p) + shift; }
+  char* out_at() const { return static_cast<char*>(d_out.p) + shift; }
 };
+
+// The host partials into device memory, `shift` bytes in (allocated on
+// the first call, 16 bytes to spare).
+void copy_to_device(Partials& p) {
+  const std::size_t chunk = p.chunk_bytes();
+  if (p.d_own.p == nullptr) {
+    CUDA_ASSERT(p.d_own.alloc(chunk + 16));
+    CUDA_ASSERT(p.d_slots.alloc(chunk * static_cast<std::size_t>(std::max(p.world - 1, 1)) + 16));
+    CUDA_ASSERT(p.d_out.alloc(chunk + 16));
+    CUDA_ASSERT(p.d_sum.alloc(static_cast<std::size_t>(p.elements()) * sizeof(float)));
+    CUDA_ASSERT(p.d_err.alloc(3 * sizeof(std::uint32_t)));
+  }
+  CUDA_ASSERT(cudaMemset(p.d_err.p, 0, 3 * sizeof(std::uint32_t)));
+  CUDA_ASSERT(cudaMemcpy(p.own_at(), p.own.data(), chunk, cudaMemcpyHostToDevice));
+  for (std::size_t s = 0; s < p.slots.size(); ++s) {
+    CUDA_ASSERT(
+        cudaMemcpy(p.slots_at() + chunk * s, p.slots[s].data(), chunk, cudaMemcpyHostToDevice));
+  }
+}
 
 void upload(Partials& p, std::mt19937_64& rng) {
   p.own = HostTensor(p.dtype, p.rows, p.cols);
@@ -60,18 +89,7 @@ void upload(Partials& p, std::mt19937_64& rng) {
     p.slots.emplace_back(p.dtype, p.rows, p.cols);
     p.slots.back().fill_normal(rng);
   }
-  const std::size_t chunk = p.chunk_bytes();
-  CUDA_ASSERT(p.d_own.alloc(chunk));
-  CUDA_ASSERT(p.d_slots.alloc(chunk * static_cast<std::size_t>(std::max(p.world - 1, 1))));
-  CUDA_ASSERT(p.d_out.alloc(chunk));
-  CUDA_ASSERT(p.d_sum.alloc(static_cast<std::size_t>(p.elements()) * sizeof(float)));
-  CUDA_ASSERT(p.d_err.alloc(3 * sizeof(std::uint32_t)));
-  CUDA_ASSERT(cudaMemset(p.d_err.p, 0, 3 * sizeof(std::uint32_t)));
-  CUDA_ASSERT(cudaMemcpy(p.d_own.p, p.own.data(), chunk, cudaMemcpyHostToDevice));
-  for (std::size_t s = 0; s < p.slots.size(); ++s) {
-    CUDA_ASSERT(cudaMemcpy(static_cast<char*>(p.d_slots.p) + chunk * s, p.slots[s].data(), chunk,
-                           cudaMemcpyHostToDevice));
-  }
+  ASSERT_NO_FATAL_FAILURE(copy_to_device(p));
 }
 
 gpu::ReduceArgs base_args(const Partials& p) {
@@ -79,21 +97,21 @@ gpu::ReduceArgs base_args(const Partials& p) {
   args.dtype = p.dtype;
   args.rows = p.rows;
   args.cols = p.cols;
-  args.own = p.d_own.p;
-  args.slots = p.d_slots.p;
-  args.out = p.d_out.p;
+  args.own = p.own_at();
+  args.slots = p.slots_at();
+  args.out = p.out_at();
   args.error_words = p.d_err.as<std::uint32_t>();
   return args;
 }
 
 void download_out(const Partials& p, std::vector<unsigned char>* out) {
   out->assign(p.chunk_bytes(), 0);
-  CUDA_ASSERT(cudaMemcpy(out->data(), p.d_out.p, p.chunk_bytes(), cudaMemcpyDeviceToHost));
+  CUDA_ASSERT(cudaMemcpy(out->data(), p.out_at(), p.chunk_bytes(), cudaMemcpyDeviceToHost));
 }
 
 // The one pass into out, poisoned first; returns out's bytes.
 void reduce_once(const Partials& p, std::vector<unsigned char>* out) {
-  CUDA_ASSERT(cudaMemset(p.d_out.p, 0xFF, p.chunk_bytes()));  // NaN in every dtype
+  CUDA_ASSERT(cudaMemset(p.out_at(), 0xFF, p.chunk_bytes()));  // NaN in every dtype
   gpu::ReduceArgs args = base_args(p);
   args.slot_count = p.world - 1;
   CUDA_ASSERT(gpu::enqueue_reduce_partials(args, nullptr));
@@ -130,7 +148,7 @@ void reduce_as_landed(const Partials& p, int landed_before, int gap_ms,
   HostFlags flags;
   ASSERT_NO_FATAL_FAILURE(make_host_flags(&flags, slots, kEpoch, timeout_ns));
   for (int i = 0; i < slots; ++i) flags.words[i] = i < landed_before ? kEpoch : kEpoch - 1;
-  CUDA_ASSERT(cudaMemset(p.d_out.p, 0xFF, p.chunk_bytes()));
+  CUDA_ASSERT(cudaMemset(p.out_at(), 0xFF, p.chunk_bytes()));
   CUDA_ASSERT(cudaMemset(p.d_err.p, 0, 3 * sizeof(std::uint32_t)));
   cudaStream_t stream = nullptr;
   CUDA_ASSERT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -149,6 +167,70 @@ void reduce_as_landed(const Partials& p, int landed_before, int gap_ms,
   ASSERT_NO_FATAL_FAILURE(download_out(p, out));
 }
 
+// One shape of AsTheSlotsLandMatchesOnePassBitwise.
+void check_one_pass_and_landed(DType dtype, int world, std::int64_t cols, std::mt19937_64& rng) {
+  Partials p;
+  p.dtype = dtype;
+  p.world = world;
+  p.rows = 37;
+  p.cols = cols;
+  SCOPED_TRACE(std::string(asynctp::to_string(dtype)) + " W " + std::to_string(world) + " " +
+               std::to_string(p.rows) + " x " + std::to_string(p.cols));
+  ASSERT_NO_FATAL_FAILURE(upload(p, rng));
+  const int slots = world - 1;
+  std::vector<unsigned char> one;
+  ASSERT_NO_FATAL_FAILURE(reduce_once(p, &one));
+
+  // Against float64: one fp32 sum of W terms, rounded once.
+  HostTensor out(dtype, p.rows, p.cols);
+  std::memcpy(out.data(), one.data(), one.size());
+  const double u = asynctp::core::unit_roundoff(dtype);
+  const double u32 = std::ldexp(1.0, -24);
+  std::int64_t unwritten = 0, outside = 0;
+  for (std::int64_t r = 0; r < p.rows; ++r) {
+    for (std::int64_t c = 0; c < p.cols; ++c) {
+      double exact = asynctp::core::load_as_double(p.own.view(), r, c);
+      double magnitude = std::fabs(exact);
+      for (const HostTensor& s : p.slots) {
+        const double v = asynctp::core::load_as_double(s.view(), r, c);
+        exact += v;
+        magnitude += std::fabs(v);
+      }
+      const double got = asynctp::core::load_as_double(out.view(), r, c);
+      if (std::isnan(got)) {
+        ++unwritten;
+        continue;
+      }
+      const double sum_error = slots * u32 * magnitude;
+      const double bound = u * (std::fabs(exact) + sum_error) + sum_error;
+      if (std::fabs(got - exact) > bound) ++outside;
+    }
+  }
+  EXPECT_EQ(0, unwritten) << "elements left NaN (poison)";
+  EXPECT_EQ(0, outside) << "elements outside the bound of one rounded fp32 sum";
+
+  // The same inputs one element off the 16-byte grid take the element-wise
+  // path: bitwise whichever path the aligned inputs took.
+  p.shift = asynctp::element_size(dtype);
+  ASSERT_NO_FATAL_FAILURE(copy_to_device(p));
+  std::vector<unsigned char> elementwise;
+  ASSERT_NO_FATAL_FAILURE(reduce_once(p, &elementwise));
+  EXPECT_TRUE(elementwise == one) << "off the 16-byte grid: not bitwise the aligned pass";
+  p.shift = 0;
+  ASSERT_NO_FATAL_FAILURE(copy_to_device(p));
+
+  // Every slot landed at the launch (one run), none (a run per slot), and
+  // half of them (a run, then one per slot).
+  for (const int landed_before : {slots, 0, slots / 2}) {
+    SCOPED_TRACE("slots landed at the launch: " + std::to_string(landed_before));
+    std::vector<unsigned char> landed;
+    std::uint32_t error[3] = {};
+    ASSERT_NO_FATAL_FAILURE(reduce_as_landed(p, landed_before, 3, &landed, error));
+    EXPECT_EQ(0u, error[0]) << "a wait timed out";
+    EXPECT_TRUE(landed == one) << "not bitwise the one pass";
+  }
+}
+
 TEST(ReducePartials, AsTheSlotsLandMatchesOnePassBitwise) {
   ASYNCTP_REQUIRE_SM90();
   const asynctp_test::Seed seed;
@@ -156,57 +238,13 @@ TEST(ReducePartials, AsTheSlotsLandMatchesOnePassBitwise) {
   auto rng = seed.rng();
   for (DType dtype : {DType::bf16, DType::fp16, DType::fp32}) {
     for (int world : {2, 3, 5, 8}) {
-      Partials p;
-      p.dtype = dtype;
-      p.world = world;
-      p.rows = 37;
-      p.cols = 1000 + static_cast<std::int64_t>(rng() % 64) * 2 + 1;  // off the 4 x 256 block
-      const std::string what = std::string(asynctp::to_string(dtype)) + " W " +
-                               std::to_string(world) + " " + std::to_string(p.rows) + " x " +
-                               std::to_string(p.cols);
-      SCOPED_TRACE(what);
-      ASSERT_NO_FATAL_FAILURE(upload(p, rng));
-      const int slots = world - 1;
-      std::vector<unsigned char> one;
-      ASSERT_NO_FATAL_FAILURE(reduce_once(p, &one));
-
-      // Against float64: one fp32 sum of W terms, rounded once.
-      HostTensor out(dtype, p.rows, p.cols);
-      std::memcpy(out.data(), one.data(), one.size());
-      const double u = asynctp::core::unit_roundoff(dtype);
-      const double u32 = std::ldexp(1.0, -24);
-      std::int64_t unwritten = 0, outside = 0;
-      for (std::int64_t r = 0; r < p.rows; ++r) {
-        for (std::int64_t c = 0; c < p.cols; ++c) {
-          double exact = asynctp::core::load_as_double(p.own.view(), r, c);
-          double magnitude = std::fabs(exact);
-          for (const HostTensor& s : p.slots) {
-            const double v = asynctp::core::load_as_double(s.view(), r, c);
-            exact += v;
-            magnitude += std::fabs(v);
-          }
-          const double got = asynctp::core::load_as_double(out.view(), r, c);
-          if (std::isnan(got)) {
-            ++unwritten;
-            continue;
-          }
-          const double sum_error = slots * u32 * magnitude;
-          const double bound = u * (std::fabs(exact) + sum_error) + sum_error;
-          if (std::fabs(got - exact) > bound) ++outside;
-        }
-      }
-      EXPECT_EQ(0, unwritten) << "elements left NaN (poison)";
-      EXPECT_EQ(0, outside) << "elements outside the bound of one rounded fp32 sum";
-
-      // Every slot landed at the launch (one run), none (a run per slot),
-      // and half of them (a run, then one per slot).
-      for (const int landed_before : {slots, 0, slots / 2}) {
-        SCOPED_TRACE("slots landed at the launch: " + std::to_string(landed_before));
-        std::vector<unsigned char> landed;
-        std::uint32_t error[3] = {};
-        ASSERT_NO_FATAL_FAILURE(reduce_as_landed(p, landed_before, 3, &landed, error));
-        EXPECT_EQ(0u, error[0]) << "a wait timed out";
-        EXPECT_TRUE(landed == one) << "not bitwise the one pass";
+      // Rows of an odd count of elements (off every block size and the
+      // 16-byte grid: element by element) and of a multiple of 8 (16 bytes
+      // at a time).
+      const std::int64_t odd = 1000 + static_cast<std::int64_t>(rng() % 64) * 2 + 1;
+      const std::int64_t wide = 1024 + static_cast<std::int64_t>(rng() % 64) * 8;
+      for (const std::int64_t cols : {odd, wide}) {
+        ASSERT_NO_FATAL_FAILURE(check_one_pass_and_landed(dtype, world, cols, rng));
       }
     }
   }
@@ -227,7 +265,7 @@ TEST(ReducePartials, ATimedOutCallWritesNothing) {
   // An earlier wait of the call (the arrival model's) has failed: neither
   // kernel writes.
   CUDA_ASSERT(cudaMemcpy(p.d_err.p, timed_out, sizeof timed_out, cudaMemcpyHostToDevice));
-  CUDA_ASSERT(cudaMemset(p.d_out.p, 0xFF, p.chunk_bytes()));
+  CUDA_ASSERT(cudaMemset(p.out_at(), 0xFF, p.chunk_bytes()));
   CUDA_ASSERT(cudaMemset(p.d_sum.p, 0x5a, sum_bytes));
   gpu::ReduceArgs args = base_args(p);
   args.slot_count = 3;
@@ -276,7 +314,7 @@ TEST(ReducePartials, TheWaitsVerdictPicksOneOfTheTwoKernels) {
     for (int i = 0; i < 4; ++i) flags.words[i] = all_landed != 0u ? kEpoch - 1 : kEpoch;
     CUDA_ASSERT(cudaMemcpy(verdict.p, &all_landed, sizeof all_landed, cudaMemcpyHostToDevice));
     CUDA_ASSERT(cudaMemset(p.d_err.p, 0, 3 * sizeof(std::uint32_t)));
-    CUDA_ASSERT(cudaMemset(p.d_out.p, 0xFF, p.chunk_bytes()));
+    CUDA_ASSERT(cudaMemset(p.out_at(), 0xFF, p.chunk_bytes()));
     CUDA_ASSERT(gpu::enqueue_reduce_partials(args, nullptr));
     CUDA_ASSERT(cudaDeviceSynchronize());
     std::vector<unsigned char> after_one_pass;
