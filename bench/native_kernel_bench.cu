@@ -11,10 +11,13 @@
 //   native_kernel_bench [--tests] [--speed] [--json FILE] [--reps N]
 //                       [--kernels id,id,...] [--swizzles 1,2,4,8] [--layouts row,col]
 //                       [--quick] [--free-sms N] [--poll [--poll-gbps G]] [--placement]
+//                       [--chunks N]
 //
 // --free-sms (every native variant), --poll and --placement (the
 // reduce-scatter ones) time the kernels in the loopback reduce-scatter
-// call's surroundings (see g_free_sms below).
+// call's surroundings (see g_free_sms below). --chunks sets how many chunks
+// the speed runs' grids see (default 8, the W of the loopback benchmarks):
+// the reduce-scatter's row pieces are chunks of M / (W * pieces) rows.
 // With neither --tests nor --speed it does both. Exits non-zero on any wrong
 // value, failed check or CUDA error. The last lines are a short table.
 #include <cublasLt.h>
@@ -753,6 +756,7 @@ int g_free_sms = 0;
 bool g_poll = false;
 double g_poll_gbps = 0;
 bool g_placement = false;
+int g_chunks = 8;
 
 // One thread: waits for flags[0..w) to hold epoch in order (each at most
 // timeout_ns of the global timer), as the arrival model polls the chunks;
@@ -795,7 +799,7 @@ std::vector<SpeedRow> speed(const std::vector<Variant>& variants, LtGemm& lt, in
   int device = 0, l2 = 0;
   CK(cudaGetDevice(&device));
   CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  const int w = 8;
+  const int w = g_chunks;
   ReadyFlags ready(w);
   std::vector<SpeedRow> rows;
   cudaStream_t st, poll_stream;
@@ -1085,6 +1089,7 @@ int main(int argc, char** argv) {
     else if (a == "--poll") g_poll = true;
     else if (a == "--poll-gbps") g_poll_gbps = std::atof(next().c_str());
     else if (a == "--placement") g_placement = true;
+    else if (a == "--chunks") g_chunks = std::max(1, std::atoi(next().c_str()));
     else if (a == "--shapes") {
       for (const auto& s : split(next())) {
         long m = 0, n = 0, k = 0;
@@ -1095,7 +1100,7 @@ int main(int argc, char** argv) {
         g_shapes.push_back({m, n, k});
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--tests] [--speed] [--json FILE] [--reps N] [--kernels id,..] [--swizzles 1,2,..] [--layouts row,col] [--shapes MxNxK,..] [--quick] [--free-sms N] [--poll] [--poll-gbps G] [--placement]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--tests] [--speed] [--json FILE] [--reps N] [--kernels id,..] [--swizzles 1,2,..] [--layouts row,col] [--shapes MxNxK,..] [--quick] [--free-sms N] [--poll] [--poll-gbps G] [--placement] [--chunks N]\n", argv[0]);
       return 2;
     }
   }
