@@ -17,7 +17,8 @@
 // reduce-scatter ones) time the kernels in the loopback reduce-scatter
 // call's surroundings (see g_free_sms below). --chunks sets how many chunks
 // the speed runs' grids see (default 8, the W of the loopback benchmarks):
-// the reduce-scatter's row pieces are chunks of M / (W * pieces) rows.
+// the reduce-scatter's row pieces are chunks of M / (W * pieces) rows
+// (--placement then places N - 1 chunks of M / N rows).
 // With neither --tests nor --speed it does both. Exits non-zero on any wrong
 // value, failed check or CUDA error. The last lines are a short table.
 #include <cublasLt.h>

@@ -2,15 +2,15 @@
 //
 //   ReducePartials.AsTheSlotsLandMatchesOnePassBitwise
 //       bf16, fp16 and fp32, W = 2, 3, 5 and 8, rows of an odd count of
-//       elements (off every block size and the 16-byte grid) and of a
-//       multiple of 8 (16 bytes at a time): each pass is bitwise the same
-//       inputs set one element off the 16-byte grid (element by element);
-//       the one pass is within the bound of one fp32 sum of W terms
-//       rounded once of the float64 sum, every element of out written (out
-//       poisoned with NaN first); the reduction as the slots land, with every
-//       slot landed at the launch, none (each landing from the host while
-//       the kernel waits, which it must still be doing), and half, is
-//       bitwise the one pass.
+//       elements (off every block size and the 16-byte grid: element by
+//       element) and of a multiple of 8 (16 bytes at a time); the one pass
+//       is bitwise the one pass over the same inputs set one element off
+//       the 16-byte grid (element by element), and within the bound of one
+//       fp32 sum of W terms rounded once of the float64 sum, every element
+//       of out written (out poisoned with NaN first); the reduction as the
+//       slots land, with every slot landed at the launch, none (each landing
+//       from the host while the kernel waits, which it must still be doing),
+//       and half, is bitwise the one pass.
 //   ReducePartials.ATimedOutCallWritesNothing
 //       error word set before the launch: neither kernel writes out or the
 //       fp32 sum.
