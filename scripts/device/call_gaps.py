@@ -8,7 +8,8 @@ algorithm, in the order of its table). For each algorithm, over the ranks
 (medians): the call's device span, then every device span inside it as
 offset from the call's begin and duration, by lane and name; for native, the
 kernel's tiles (first tile begin to last tile end) with the lead before them
-and the tail after them. The lead and the tail are the per-call cost that is
+and the tail after them, and each chunk's tiles in the order the grid
+computes them. The lead and the tail are the per-call cost that is
 not the kernel: with a link that costs nothing they are the whole gap
 between the call and the GEMM alone.
 """
@@ -51,6 +52,7 @@ def main():
         if len(host) > i:
             label += " " + host[i]["name"][host[i]["name"].rfind("("):]
         durations, leads, kernels, tails = [], [], [], []
+        chunk_spans = collections.defaultdict(lambda: ([], []))  # lane -> first, last offsets
         steps = collections.defaultdict(lambda: ([], []))  # (lane, name) -> offsets, durations
         for rank in sorted(calls):
             begin, end, inside = calls[rank][i]
@@ -62,6 +64,10 @@ def main():
                 leads.append(first - begin)
                 kernels.append(last - first)
                 tails.append(end - last)
+                # By position in the grid's order (each rank's chunk ids differ).
+                for position, e in enumerate(sorted(tiles, key=lambda e: e["ts"])):
+                    chunk_spans[position][0].append(e["ts"] - begin)
+                    chunk_spans[position][1].append(e["ts"] + e.get("dur", 0) - begin)
             for lane, e in inside:
                 if lane.startswith("device tiles: "):
                     continue
@@ -72,6 +78,10 @@ def main():
         if kernels:
             print(f"   native tiles {median(kernels):.1f} us, lead {median(leads):.1f} us, "
                   f"tail {median(tails):.1f} us")
+            # The grid's i-th chunk: its first tile's begin and last tile's end.
+            for position, (firsts, lasts) in sorted(chunk_spans.items()):
+                print(f"   {median(firsts):9.1f} .. {median(lasts):9.1f} us  "
+                      f"tiles of the grid's chunk {position + 1} in send order")
         for (lane, name), (offsets, lengths) in sorted(steps.items(),
                                                        key=lambda kv: median(kv[1][0])):
             print(f"   {median(offsets):9.1f} +{median(lengths):8.1f} us  {lane:<18} {name}"

@@ -42,17 +42,23 @@ __device__ __forceinline__ void wait_bulk_stores_complete() {
 // ONE thread per tile, after the tile's stores are complete (above, and a
 // warp barrier among the threads that issued them). The stores came through
 // the async proxy: fence.proxy.async.global orders them before this thread's
-// generic-proxy release; the system-scope fences make the count (and so the
-// final release) cumulative over every tile of the chunk.
+// generic-proxy operations. The count is read only by this grid's tiles, so
+// a GPU-scope fence orders the tile's stores before it; the chunk's last
+// tile, whose count read every other tile's, then fences at system scope
+// and releases: causality order is transitive (each tile's GPU-scope fence
+// synchronizes with that last fence, whose scope holds both threads), so
+// the reader that acquires the flag sees every tile's stores. Only the
+// release pays for a system-scope fence: one per chunk, not one per tile,
+// which the tile's warp group would wait for before its next MMA.
 __device__ __forceinline__ void count_tile_and_release(const ChunkSignalParams& s, int m_tile) {
   const int chunk = m_tile / s.tiles_per_chunk_m;
   if (chunk >= s.num_chunks) return;
   asm volatile("fence.proxy.async.global;" ::: "memory");
-  __threadfence_system();
+  __threadfence();
   const std::uint32_t done = atomicAdd(s.counters + chunk, 1u) + 1u;
   if (done == s.tiles_per_chunk) {
     s.counters[chunk] = 0u;  // the next launch is stream-ordered after this one
-    __threadfence_system();  // every other tile's count (and stores) before the release
+    __threadfence_system();  // every tile's stores, seen through the count, before the release
     st_release_sys(s.flags + chunk, s.epoch);
   }
 }
