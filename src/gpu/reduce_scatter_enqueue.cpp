@@ -24,8 +24,7 @@ bool native(const ReduceScatterSpec& call) { return call.plan.algorithm == Algor
 // Chunk c of this rank's partial is computed once computed_flags(res)[c]
 // holds the call's epoch: the native grid releases it as the chunk's last
 // tile is stored; after a library GEMM a stream write sets it where the
-// arrival link's model reads it. Then the native grid's tile counters, W
-// words (RankResources: the flag words are enough of them).
+// arrival link's model reads it.
 std::uint32_t* computed_flags(RankResources& res) {
   return static_cast<std::uint32_t*>(res.flags.get());
 }
@@ -183,13 +182,13 @@ void model_arrivals(const ReduceScatterSpec& call, RankResources& res) {
 
 void reset_native_signals(RankResources& res, int world, rt::StreamHandle stream) {
   check(rt::memset_async(res.flags.get(), 0,
-                         2 * sizeof(std::uint32_t) * static_cast<std::size_t>(world), stream),
-        "memset (chunk flags and tile counters)");
+                         sizeof(std::uint32_t) * static_cast<std::size_t>(world), stream),
+        "memset (chunk flags)");
 }
 
 void enqueue_native_partial(NativeReduceScatter call, RankResources& res, RankBackend& backend) {
   call.done_flags = computed_flags(res);
-  call.done_counters = computed_flags(res) + call.problem.world_size;
+  call.done_counters = static_cast<std::uint32_t*>(res.tile_counters.get());
   const int world = call.problem.world_size;
   res.trace.kernel(res.compute.get(), call.kernel, world, 1,
                    res.trace.on() ? core::send_order(world, call.problem.rank) : std::vector<int>{},
@@ -213,13 +212,16 @@ void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, Rank
                    [&] { place_peer_partials(call, backend); });
   }
   res.record_call_begin(s, call.capturing);
-  // The arrival model's flags (chunk computed, slot released) are fresh by
-  // their epoch, except where a graph replays the one it captured, or once
-  // the epochs have wrapped. The native grid's tile counters count from 0.
-  const bool stale =
-      call.link == Link::arrival && res.flag_reset.reset_before(call.epoch, call.capturing);
-  if (native(call) || stale) reset_native_signals(res, call.problem.world_size, s);
-  if (stale) {
+  // The chunk flags (native's on either link, the arrival model's for every
+  // algorithm) and the modelled slot flags are fresh by their epoch, except
+  // where a graph replays the one it captured, or once the epochs have
+  // wrapped. (Over PCIe the peers' copies set this rank's slot flags, and a
+  // capture is refused.)
+  const bool stale = res.flag_reset.reset_before(call.epoch, call.capturing);
+  if (stale && (native(call) || call.link == Link::arrival)) {
+    reset_native_signals(res, call.problem.world_size, s);
+  }
+  if (stale && call.link == Link::arrival) {
     const auto slots = static_cast<std::size_t>(call.problem.world_size - 1);
     check(rt::memset_async(call.mine.flags, 0, sizeof(std::uint32_t) * slots, s),
           "memset (slot flags)");

@@ -35,9 +35,11 @@
 namespace asynctp::gpu {
 
 // The native GEMM's part of a reduce-scatter call, for every transport:
-// - reset_native_signals: the chunk flags and tile counters back to 0, on
-//   the caller's stream before the fork (a graph replays the epoch it
-//   captured, so last replay's flags would look ready);
+// - reset_native_signals: the chunk flags back to 0, on the caller's stream
+//   before the fork, where their epochs cannot tell this call's from an
+//   earlier one's (a graph replays the epoch it captured, so last replay's
+//   flags would look ready; the epochs wrapped). The tile counters need
+//   none (RankResources::tile_counters);
 // - enqueue_native_partial: the grid on res.compute (call's flags and
 //   counters are the rank's), then res.computed[rank] (the own chunk, the
 //   grid's last);

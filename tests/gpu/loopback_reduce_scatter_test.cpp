@@ -23,6 +23,11 @@
 //   LoopbackReduceScatterSerialized.ModelsAreCorrect
 //       serialize_ranks with Link::arrival and with Link::pcie (native,
 //       pipelined, decomposed): correct over two rounds, last_call_ms > 0.
+//   LoopbackReduceScatterBesideAllGather.NativeCallsBetweenTheOtherOpsCalls
+//       W = 4, both links: native reduce-scatter and native all-gather
+//       calls (two signal pieces a chunk) in turn on one group, three
+//       rounds with fresh inputs: every call correct (the reduce-scatter
+//       grid's tile counters are its own, never zeroed by a call).
 //   LoopbackReduceScatterSerialized.ArrivalTakesTheModelledTime
 //       Link::arrival at 0.05 GB/s, W = 4, every algorithm: each rank's
 //       span holds its W - 1 transfers back to back.
@@ -302,6 +307,54 @@ TEST(LoopbackReduceScatterSerialized, ModelsAreCorrect) {
   }
 }
 
+// Native reduce-scatter calls between the same group's native all-gather
+// calls: the all-gather's chunks in two signal pieces put its epochs in
+// signal words a reduce-scatter call does not zero (it zeroes nothing when
+// its epochs are fresh), so every native reduce-scatter call must find its
+// grid's tile counters at 0 whatever the other op left in the flag words.
+TEST(LoopbackReduceScatterBesideAllGather, NativeCallsBetweenTheOtherOpsCalls) {
+  ASYNCTP_REQUIRE_SM90();
+  constexpr int kWorld = 4;
+  const Seed seed;
+  SCOPED_TRACE(seed.note());
+  auto rng = seed.rng();
+  for (Link link : {Link::arrival, Link::pcie}) {
+    SCOPED_TRACE(cuda::to_string(link));
+    LoopbackGroup group(lb::loopback_config(kWorld, link));
+    RankStreams streams;
+    CUDA_ASSERT(streams.create(kWorld));
+    DeviceRsProblem reduce_scatter(asynctp_test::rs_shape(kWorld, 256, 264, 128), rng);
+    ASSERT_NO_FATAL_FAILURE(reduce_scatter.prepare());
+    // 512 rows x 4096 per shard: 4 MB, two signal pieces of 2 MB.
+    lb::LoopbackProblem all_gather(asynctp_test::make_shape(kWorld, 512, 256, 4096), rng);
+    ASSERT_NO_FATAL_FAILURE(all_gather.prepare());
+    const Options options = lb::options_for(Algorithm::native);
+    for (int round = 0; round < 3; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      if (round > 0) {
+        ASSERT_NO_FATAL_FAILURE(reduce_scatter.refill(rng));
+        ASSERT_NO_FATAL_FAILURE(reduce_scatter.poison_outputs());
+        ASSERT_NO_FATAL_FAILURE(all_gather.refill(rng));
+        ASSERT_NO_FATAL_FAILURE(all_gather.poison_outputs());
+      }
+      lb::expect_all_ok(run(group, streams, reduce_scatter, options, "reduce-scatter"),
+                        Algorithm::native);
+      ASSERT_NO_FATAL_FAILURE(reduce_scatter.expect_all_correct());
+      const auto gathered = lb::run_ranks(
+          group, streams,
+          [&](Comm& comm, cudaStream_t s) { return all_gather.call(comm, options, s); },
+          "all-gather");
+      lb::expect_all_ok(gathered, Algorithm::native);
+      for (const auto& result : gathered) {
+        EXPECT_NE(result.info.reason.find("2 signals per chunk"), std::string::npos)
+            << result.info.reason;
+      }
+      ASSERT_NO_FATAL_FAILURE(all_gather.download_outputs());
+      ASSERT_NO_FATAL_FAILURE(all_gather.expect_all_correct());
+    }
+  }
+}
+
 // The arrival link's model: on a slow link (3 transfers of 256 x 512 bf16,
 // 256 KiB, at 0.05 GB/s: 5.2 ms each), each rank's span holds its W - 1
 // transfers one after the other (one link), for every algorithm: the model
@@ -314,12 +367,12 @@ TEST(LoopbackReduceScatterSerialized, ArrivalTakesTheModelledTime) {
   SCOPED_TRACE(seed.note());
   auto rng = seed.rng();
   const RsShape shape = asynctp_test::rs_shape(kWorld, 256, 512, 384);
-  const double transfer_ms =
-      static_cast<double>(shape.m * shape.n * 2) / (kGbps * 1e9) * 1e3;
+  const double transfer_ms = static_cast<double>(shape.m * shape.n * 2) / (kGbps * 1e9) * 1e3;
   const double modelled_ms = (kWorld - 1) * transfer_ms;
   for (Algorithm algorithm : {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed}) {
     SCOPED_TRACE(to_string(algorithm));
-    LoopbackGroup group(lb::loopback_config(kWorld, Link::arrival, kGbps, /*serialize_ranks=*/true));
+    LoopbackGroup group(
+        lb::loopback_config(kWorld, Link::arrival, kGbps, /*serialize_ranks=*/true));
     RankStreams streams;
     CUDA_ASSERT(streams.create(kWorld));
     DeviceRsProblem problem(shape, rng);
