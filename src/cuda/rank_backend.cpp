@@ -129,6 +129,10 @@ gpu::BackendChoice CudaRankBackend::choose(const core::ProblemDesc& problem,
   (void)options;  // the tile options choose among the configs in core::plan
   gpu::BackendChoice out;
   out.caps = cuda_caps(info_, problem);
+  // sm_90's persistent grid in bf16: 574-655 TFLOP/s alone on the H100 at
+  // the reduce-scatter's shapes (bench/results/2026-12-07-session26-h100.md,
+  // call 4), the H200's SMs the same.
+  if (info_.major == 9) out.native_tflops = 600;
   return out;
 }
 
@@ -179,11 +183,12 @@ void CudaRankBackend::launch_native_reduce_scatter(const gpu::NativeReduceScatte
   args.b = call.b.data;
   args.b_col_major = call.problem.b_layout == core::Layout::col_major;
   args.c = call.partial;
-  args.m_per_chunk = call.problem.m;
+  // The pieces as the grid's chunks: the same rows in the same order.
+  args.m_per_chunk = call.problem.m / call.pieces;
   args.n = call.problem.n;
   args.k = call.problem.k;
-  args.world_size = call.problem.world_size;
-  args.pivot = (call.problem.rank + 1) % call.problem.world_size;  // core::send_order
+  args.world_size = call.problem.world_size * call.pieces;
+  args.pivot = (call.problem.rank + 1) % call.problem.world_size * call.pieces;  // core::send_order
   args.epoch = call.epoch;
   args.done_flags = call.done_flags;
   args.done_counters = call.done_counters;

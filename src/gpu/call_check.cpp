@@ -93,6 +93,21 @@ int signal_pieces(std::int64_t rows, std::size_t chunk_bytes, std::int64_t row_g
   return 1;
 }
 
+int reduce_scatter_pieces(const CallSite& site, const core::ProblemDesc& problem,
+                          std::int64_t row_granularity, double native_tflops) {
+  if (site.link.kind != core::LinkFacts::Kind::arrival || site.link.gbps <= 0 ||
+      native_tflops <= 0 || row_granularity <= 0 || problem.world_size < 2 ||
+      problem.m % (2 * row_granularity) != 0) {
+    return 1;
+  }
+  // A chunk's transfer (m n elements at the link's rate) against its GEMM
+  // (2 m n k flops at the grid's): m and n cancel.
+  const double transfer_s =
+      static_cast<double>(element_size(problem.dtype)) / (site.link.gbps * 1e9);
+  const double gemm_s = 2.0 * static_cast<double>(problem.k) / (native_tflops * 1e12);
+  return transfer_s > gemm_s ? 2 : 1;
+}
+
 void check_on_device(const char* name, const TensorView& t, int device) {
   const std::string runtime = rt::kName;
   if (t.device.index != device) {
@@ -161,10 +176,11 @@ CheckedCall check_call(const CallSite& site, const RankBackend& backend, const c
   }
   const std::size_t chunk_bytes =
       static_cast<std::size_t>(out.problem.m * out.problem.k) * element_size(out.problem.dtype);
-  // The reduce-scatter signals whole chunks (one flag per receive slot).
-  out.pieces = reduce_scatter ? 1
-                              : signal_pieces(out.problem.m, chunk_bytes,
-                                              out.kernel ? out.kernel->m_granularity : 1);
+  out.pieces =
+      reduce_scatter
+          ? reduce_scatter_pieces(site, out.problem, out.kernel ? out.kernel->m_granularity : 0,
+                                  choice.native_tflops)
+          : signal_pieces(out.problem.m, chunk_bytes, out.kernel ? out.kernel->m_granularity : 1);
   if (out.kernel) {
     out.plan.reason += " (kernel " + out.kernel->name + ", " + std::to_string(out.pieces) +
                        " signal" + (out.pieces > 1 ? "s" : "") + " per chunk)";

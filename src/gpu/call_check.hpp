@@ -94,6 +94,18 @@ inline constexpr std::size_t kMinPieceBytes = 2u << 20;
 // paths).
 int signal_pieces(std::int64_t rows, std::size_t chunk_bytes, std::int64_t row_granularity);
 
+// The reduce-scatter's pieces: 2 where the native grid (row_granularity: its
+// tile rows; 0 for a library GEMM) feeds the arrival link's model, a chunk
+// splits into two whole tile rows, and the link carries a chunk slower than
+// the grid computes one (at native_tflops; 0: unknown), else 1. There the
+// first piece computed starts the link about one wave of tiles earlier than
+// the whole first chunk would; where the GEMM is the slower, twice the
+// signals cost the grid more than an earlier start gains (bench/NOTES.md).
+// Library GEMMs finish whole chunks, and the PCIe copies and the NCCL
+// transport ship whole chunks.
+int reduce_scatter_pieces(const CallSite& site, const core::ProblemDesc& problem,
+                          std::int64_t row_granularity, double native_tflops);
+
 // Throws Error(invalid_argument) "<name>: <rule>" unless `t` says it is on
 // `device` and the runtime agrees that t.data is device (or managed) memory
 // of that device: a host pointer would fault inside a kernel, far from the

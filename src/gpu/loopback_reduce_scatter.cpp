@@ -85,6 +85,7 @@ ReduceScatterSpec LoopbackComm::make_rs_spec(const CheckedCall& checked, const c
   spec.stream = static_cast<rt::StreamHandle>(options.stream);
   spec.capturing = checked.capturing;
   spec.timeout_ms = checked.resolved.wait_timeout_ms;
+  spec.pieces = checked.pieces;
   epoch_ = core::next_epoch(epoch_);
   spec.epoch = epoch_;
   return spec;

@@ -279,20 +279,22 @@ __global__ void wait_flags_kernel(const std::uint32_t* flags, int first, int cou
 __global__ void link_model_kernel(LinkModelArgs args) {
   if (threadIdx.x != 0) return;
   bool failed = false;
-  std::uint64_t link_free = 0;  // when the link has carried the previous slot
+  std::uint64_t link_free = 0;  // when the link has carried the previous piece
   for (int i = 0; i < args.steps; ++i) {
-    const std::uint32_t* computed = args.computed + args.owners[i];
-    // A partial computed while the link still carried the one before starts
-    // exactly when the link is free: only a partial the model had to wait
-    // for starts when the model saw it, so that the polling's and the
-    // timer's granularity do not pile up over the steps.
-    const bool waited = load_acquire_sys(computed) != args.epoch;
-    failed = failed || !wait_flag(computed, args.epoch, args.timeout_ns, args.error_words, i, 64u);
-    if (!failed) {
-      const std::uint64_t now = globaltimer_ns();
-      if (waited || link_free == 0) link_free = now > link_free ? now : link_free;
-      link_free += args.transfer_ns;
-      while (globaltimer_ns() < link_free) __nanosleep(64);
+    for (int j = 0; j < args.pieces && !failed; ++j) {
+      const std::uint32_t* computed = args.computed + args.owners[i] * args.pieces + j;
+      // A piece computed while the link still carried the one before starts
+      // exactly when the link is free: only a piece the model had to wait
+      // for starts when the model saw it, so that the polling's and the
+      // timer's granularity do not pile up over the steps.
+      const bool waited = load_acquire_sys(computed) != args.epoch;
+      failed = !wait_flag(computed, args.epoch, args.timeout_ns, args.error_words, i, 64u);
+      if (!failed) {
+        const std::uint64_t now = globaltimer_ns();
+        if (waited || link_free == 0) link_free = now > link_free ? now : link_free;
+        link_free += args.transfer_ns;
+        while (globaltimer_ns() < link_free) __nanosleep(64);
+      }
     }
     store_release_sys(args.slot_flags + i, args.epoch);
   }
@@ -401,7 +403,7 @@ rt::Status enqueue_wait_flags(const SlotFlags& land, int first, int count,
 
 rt::Status enqueue_link_model(const LinkModelArgs& args, rt::StreamHandle stream) {
   if (args.steps <= 0) return rt::kSuccess;
-  if (args.steps > LinkModelArgs::kMaxSteps) return rt::kInvalidValue;
+  if (args.steps > LinkModelArgs::kMaxSteps || args.pieces < 1) return rt::kInvalidValue;
   link_model_kernel<<<1, 32, 0, stream>>>(args);
   return rt::last_error();
 }

@@ -80,26 +80,30 @@ rt::Status enqueue_wait_flags(const SlotFlags& land, int first, int count,
                               std::uint32_t* error_words, rt::StreamHandle stream,
                               std::uint32_t* rest_landed = nullptr, int rest_end = 0);
 
-// The arrival link's model for one call's W - 1 shipments into this rank:
-// slot i is released (slot_flags[i] = epoch, a system-scope release store)
-// transfer_ns after both the partial it stands for is computed here
-// (computed[owners[i]] == epoch: by the ring's symmetry the peer computes
-// its partial of step i when this rank computes its own) and the link has
-// carried slot i - 1 (a partial computed while the link was busy starts
-// exactly when it is free). One thread does every step, launched once per call:
-// no step waits for a launch, or for a free SM while the call's GEMM or
-// reduction fills the GPU, which a real link's copy engines never do. A
-// partial not computed within timeout_ns leaves error words as
-// enqueue_wait_flags does (slot i) and releases every remaining slot at once,
-// so nothing behind the model waits forever and the reduction writes nothing.
+// The arrival link's model for one call's W - 1 shipments into this rank,
+// each in `pieces` pieces: piece j of slot i has landed transfer_ns after
+// both the piece it stands for is computed here (computed[owners[i] *
+// pieces + j] == epoch: by the ring's symmetry the peer computes its
+// partial of step i when this rank computes its own) and the link has
+// carried the piece before (a piece computed while the link was busy starts
+// exactly when it is free); slot i is released (slot_flags[i] = epoch, a
+// system-scope release store) once its last piece has landed. One thread does every step, launched
+// once per call: no step waits for a launch, or for a free SM while the call's GEMM or reduction
+// fills the GPU, which a real link's copy engines never do. A partial not computed within
+// timeout_ns leaves error words as enqueue_wait_flags does (slot i) and releases every remaining
+// slot at once, so nothing behind the model waits forever and the reduction writes nothing.
 struct LinkModelArgs {
   static constexpr int kMaxSteps = 63;      // the loopback group's 64 ranks
-  const std::uint32_t* computed = nullptr;  // per chunk of this rank's partial
+  const std::uint32_t* computed = nullptr;  // per piece of a chunk of this rank's partial
   int owners[kMaxSteps] = {};               // the chunk slot i stands for
   int steps = 0;
+  // Each chunk's pieces: piece j of chunk c is computed once
+  // computed[c * pieces + j] == epoch; the link carries them one by one, and
+  // releases slot i with its last piece.
+  int pieces = 1;
   std::uint32_t* slot_flags = nullptr;
   std::uint32_t epoch = 0;
-  std::uint64_t transfer_ns = 0;
+  std::uint64_t transfer_ns = 0;  // a piece's
   std::uint64_t timeout_ns = 0;
   std::uint32_t* error_words = nullptr;
 };

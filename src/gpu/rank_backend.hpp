@@ -29,8 +29,9 @@ using core::NativeKernel;
 // One rank's native reduce-scatter GEMM, for either transport: partial
 // (M x n, the output dtype) = a @ b, one persistent grid that leaves at least
 // sms_left_free SMs idle, waits on nothing and computes the chunks in
-// core::send_order, setting done_flags[c] = epoch once chunk c is stored
-// (done_counters: W words, 0 before and after the launch).
+// core::send_order, setting done_flags[c * pieces + j] = epoch once piece j
+// of chunk c (its rows [j m / pieces, (j + 1) m / pieces)) is stored
+// (done_counters: a word per piece, 0 before and after the launch).
 struct NativeReduceScatter {
   core::ProblemDesc problem;
   std::string kernel;  // the plan's native config
@@ -40,6 +41,7 @@ struct NativeReduceScatter {
   int sms_left_free = 0;
   std::uint32_t* done_flags = nullptr;  // set by gpu::enqueue_native_partial
   std::uint32_t* done_counters = nullptr;
+  int pieces = 1;  // the grid sees each piece as a chunk: the same rows in the same order
 };
 
 struct BackendChoice {
@@ -48,6 +50,9 @@ struct BackendChoice {
   // problem; backends with several configs report them in caps and the
   // planner picks one (core::plan).
   std::optional<NativeKernel> kernel;
+  // What the native GEMM sustains on this device (TFLOP/s, its dtype), for
+  // the reduce-scatter's signal pieces (reduce_scatter_pieces); 0: unknown.
+  double native_tflops = 0;
 };
 
 class RankBackend {

@@ -30,7 +30,7 @@ RankResources::RankResources(int world_size)
   flags.ensure(static_cast<std::size_t>(pieces) * sizeof(std::uint32_t),
                "device allocation (flags)");
   check(rt::device_memset(flags.get(), 0, flags.size()), "device memset (flags)");
-  tile_counters.ensure(static_cast<std::size_t>(world_size) * sizeof(std::uint32_t),
+  tile_counters.ensure(static_cast<std::size_t>(pieces) * sizeof(std::uint32_t),
                        "device allocation (tile counters)");
   check(rt::device_memset(tile_counters.get(), 0, tile_counters.size()),
         "device memset (tile counters)");

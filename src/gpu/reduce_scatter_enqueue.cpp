@@ -21,10 +21,11 @@ rt::EventHandle computed(const RankResources& res, int chunk) {
 
 bool native(const ReduceScatterSpec& call) { return call.plan.algorithm == Algorithm::native; }
 
-// Chunk c of this rank's partial is computed once computed_flags(res)[c]
-// holds the call's epoch: the native grid releases it as the chunk's last
-// tile is stored; after a library GEMM a stream write sets it where the
-// arrival link's model reads it.
+// Piece j of chunk c of this rank's partial is computed once
+// computed_flags(res)[c * pieces + j] holds the call's epoch: the native
+// grid releases it as the piece's last tile is stored; after a library GEMM
+// (one piece a chunk) a stream write sets it where the arrival link's model
+// reads it.
 std::uint32_t* computed_flags(RankResources& res) {
   return static_cast<std::uint32_t*>(res.flags.get());
 }
@@ -38,11 +39,14 @@ void mark_computed(const ReduceScatterSpec& call, RankResources& res, rt::Stream
 }
 
 // `stream`'s later work starts once chunk c of this rank's partial is
-// computed: the native GEMM's chunk flag or the library GEMM's event.
+// computed: every piece's flag of the native GEMM, or the library GEMM's
+// event.
 void wait_computed(const ReduceScatterSpec& call, RankResources& res, rt::StreamHandle stream,
                    int chunk) {
   if (native(call)) {
-    wait_native_chunk(res, stream, chunk, call.epoch);
+    for (int j = 0; j < call.pieces; ++j) {
+      wait_native_chunk(res, stream, chunk * call.pieces + j, call.epoch);
+    }
   } else {
     wait(stream, computed(res, chunk), "stream wait (partial chunk computed)");
   }
@@ -72,7 +76,7 @@ void enqueue_gemms(const ReduceScatterSpec& call, RankResources& res, RankBacken
     // cost). Shipping over PCIe (real or self-shipped) needs none.
     const int sms_left_free = call.modelled && call.link == Link::arrival ? 1 : 0;
     enqueue_native_partial({call.problem, call.native_kernel, call.a, call.b, call.partial,
-                            call.epoch, sms_left_free, nullptr, nullptr},
+                            call.epoch, sms_left_free, nullptr, nullptr, call.pieces},
                            res, backend);
     return;
   }
@@ -151,10 +155,11 @@ void ship_over_pcie(const ReduceScatterSpec& call, RankResources& res) {
   }
 }
 
-// The model (LinkModelArgs): slot i is released one transfer time after this
-// rank's own chunk of step i is computed, on a link that carries one partial
-// at a time. By the ring's symmetry that is when the peer's partial of step
-// i would land. The model starts once the first partial is computed, so
+// The model (LinkModelArgs): piece j of slot i is carried one piece's
+// transfer time after this rank's own piece j of step i is computed, on a
+// link that carries one piece at a time, and slot i is released with its
+// last piece. By the ring's symmetry that is when the peer's partial of
+// step i would land. The model starts once the first piece is computed, so
 // that it holds no SM while a library GEMM could use it.
 void model_arrivals(const ReduceScatterSpec& call, RankResources& res) {
   const int world = call.problem.world_size;
@@ -167,22 +172,29 @@ void model_arrivals(const ReduceScatterSpec& call, RankResources& res) {
   for (int step = 0; step < args.steps; ++step) {
     args.owners[step] = order[static_cast<std::size_t>(step)];
   }
+  args.pieces = call.pieces;
   args.slot_flags = call.mine.flags;
   args.epoch = call.epoch;
-  args.transfer_ns = static_cast<std::uint64_t>(static_cast<double>(call.chunk_bytes()) /
-                                                call.link_gbps);  // bytes / (GB/s) = ns
+  args.transfer_ns =
+      static_cast<std::uint64_t>(static_cast<double>(call.chunk_bytes()) / call.link_gbps /
+                                 call.pieces);  // bytes / (GB/s) = ns, a piece
   args.timeout_ns = static_cast<std::uint64_t>(call.timeout_ms) * 1'000'000u;
   args.error_words = static_cast<std::uint32_t*>(res.error_words.get());
-  wait_computed(call, res, s, order.front());
+  // The model starts with the first piece computed.
+  if (native(call)) {
+    wait_native_chunk(res, s, order.front() * call.pieces, call.epoch);
+  } else {
+    wait_computed(call, res, s, order.front());
+  }
   res.trace.span(s, core::DeviceLane::copy_in, {"model", "modelled link: the peers' partials"},
                  [&] { check(enqueue_link_model(args, s), "launch (arrival link model)"); });
 }
 
 }  // namespace
 
-void reset_native_signals(RankResources& res, int world, rt::StreamHandle stream) {
+void reset_native_signals(RankResources& res, int flags, rt::StreamHandle stream) {
   check(rt::memset_async(res.flags.get(), 0,
-                         sizeof(std::uint32_t) * static_cast<std::size_t>(world), stream),
+                         sizeof(std::uint32_t) * static_cast<std::size_t>(flags), stream),
         "memset (chunk flags)");
 }
 
@@ -190,16 +202,15 @@ void enqueue_native_partial(NativeReduceScatter call, RankResources& res, RankBa
   call.done_flags = computed_flags(res);
   call.done_counters = static_cast<std::uint32_t*>(res.tile_counters.get());
   const int world = call.problem.world_size;
-  res.trace.kernel(res.compute.get(), call.kernel, world, 1,
+  res.trace.kernel(res.compute.get(), call.kernel, world, call.pieces,
                    res.trace.on() ? core::send_order(world, call.problem.rank) : std::vector<int>{},
                    [&] { backend.launch_native_reduce_scatter(call, res); });
   // The own chunk is the last one the grid computes: the reduction's wait.
   record(computed(res, call.problem.rank), res.compute.get(), "event record (partial computed)");
 }
 
-void wait_native_chunk(RankResources& res, rt::StreamHandle stream, int chunk,
-                       std::uint32_t epoch) {
-  wait_value32_equal(stream, computed_flags(res) + chunk, epoch);
+void wait_native_chunk(RankResources& res, rt::StreamHandle stream, int flag, std::uint32_t epoch) {
+  wait_value32_equal(stream, computed_flags(res) + flag, epoch);
 }
 
 void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, RankBackend& backend) {
@@ -219,7 +230,7 @@ void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, Rank
   // capture is refused.)
   const bool stale = res.flag_reset.reset_before(call.epoch, call.capturing);
   if (stale && (native(call) || call.link == Link::arrival)) {
-    reset_native_signals(res, call.problem.world_size, s);
+    reset_native_signals(res, call.problem.world_size * call.pieces, s);
   }
   if (stale && call.link == Link::arrival) {
     const auto slots = static_cast<std::size_t>(call.problem.world_size - 1);

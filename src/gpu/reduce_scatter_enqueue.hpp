@@ -35,7 +35,8 @@
 namespace asynctp::gpu {
 
 // The native GEMM's part of a reduce-scatter call, for every transport:
-// - reset_native_signals: the chunk flags back to 0, on the caller's stream
+// - reset_native_signals: the first `flags` flags (W x the call's pieces)
+//   back to 0, on the caller's stream
 //   before the fork, where their epochs cannot tell this call's from an
 //   earlier one's (a graph replays the epoch it captured, so last replay's
 //   flags would look ready; the epochs wrapped). The tile counters need
@@ -44,11 +45,12 @@ namespace asynctp::gpu {
 //   counters are the rank's), then res.computed[rank] (the own chunk, the
 //   grid's last);
 // - wait_native_chunk: `stream` waits (a stream memory operation: no SM)
-//   until chunk c is stored. Enqueue it after the grid: then nothing in any
+//   until flag `flag` is set (piece j of chunk c: c * pieces + j) , i.e. its
+//   rows are stored. Enqueue it after the grid: then nothing in any
 //   hardware queue waits ahead of the GEMM (CUDA_DEVICE_MAX_CONNECTIONS=1).
-void reset_native_signals(RankResources& res, int world, rt::StreamHandle stream);
+void reset_native_signals(RankResources& res, int flags, rt::StreamHandle stream);
 void enqueue_native_partial(NativeReduceScatter call, RankResources& res, RankBackend& backend);
-void wait_native_chunk(RankResources& res, rt::StreamHandle stream, int chunk, std::uint32_t epoch);
+void wait_native_chunk(RankResources& res, rt::StreamHandle stream, int flag, std::uint32_t epoch);
 
 void enqueue_rs_products(const ReduceScatterSpec& call, RankResources& res, RankBackend& backend);
 

@@ -56,6 +56,12 @@ struct ReduceScatterSpec {
   std::uint32_t epoch = 1;
   std::int64_t timeout_ms = 0;
 
+  // The native grid signals each chunk of the partial in this many row
+  // pieces (CheckedCall::pieces), the arrival model carrying each as soon as
+  // it is computed: the link starts on the first piece, not the whole first
+  // chunk. 1 for library GEMMs and over PCIe.
+  int pieces = 1;
+
   std::size_t elem() const { return element_size(problem.dtype); }
   std::size_t row_bytes() const { return static_cast<std::size_t>(problem.n) * elem(); }
   std::size_t chunk_bytes() const { return static_cast<std::size_t>(problem.m) * row_bytes(); }
