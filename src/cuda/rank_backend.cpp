@@ -188,7 +188,8 @@ void CudaRankBackend::launch_native_reduce_scatter(const gpu::NativeReduceScatte
   args.n = call.problem.n;
   args.k = call.problem.k;
   args.world_size = call.problem.world_size * call.pieces;
-  args.pivot = (call.problem.rank + 1) % call.problem.world_size * call.pieces;  // core::send_order
+  // core::send_order: the next rank's chunk first.
+  args.pivot = ((call.problem.rank + 1) % call.problem.world_size) * call.pieces;
   args.epoch = call.epoch;
   args.done_flags = call.done_flags;
   args.done_counters = call.done_counters;

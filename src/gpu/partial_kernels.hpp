@@ -87,11 +87,13 @@ rt::Status enqueue_wait_flags(const SlotFlags& land, int first, int count,
 // partial of step i when this rank computes its own) and the link has
 // carried the piece before (a piece computed while the link was busy starts
 // exactly when it is free); slot i is released (slot_flags[i] = epoch, a
-// system-scope release store) once its last piece has landed. One thread does every step, launched
-// once per call: no step waits for a launch, or for a free SM while the call's GEMM or reduction
-// fills the GPU, which a real link's copy engines never do. A partial not computed within
-// timeout_ns leaves error words as enqueue_wait_flags does (slot i) and releases every remaining
-// slot at once, so nothing behind the model waits forever and the reduction writes nothing.
+// system-scope release store) once its last piece has landed. One thread
+// does every step, launched once per call: no step waits for a launch, or
+// for a free SM while the call's GEMM or reduction fills the GPU, which a
+// real link's copy engines never do. A piece not computed within
+// timeout_ns leaves error words as enqueue_wait_flags does (slot i) and
+// releases every remaining slot at once, so nothing behind the model waits
+// forever and the reduction writes nothing.
 struct LinkModelArgs {
   static constexpr int kMaxSteps = 63;      // the loopback group's 64 ranks
   const std::uint32_t* computed = nullptr;  // per piece of a chunk of this rank's partial

@@ -66,9 +66,9 @@ struct RankResources {
   DeviceMemory reduce_sum;      // m x n fp32: the reduction's sum between runs of slots
   DeviceMemory reduce_verdict;  // 1 word: every slot landed by the reduction's first wait
   // The native reduce-scatter grid's tile count per chunk piece (W x
-  // kMaxSignalPieces words): zeroed when made, and every launch leaves them 0
-  // (a piece's last tile resets its counter), so no call zeroes them. Apart from `flags`, which
-  // other ops' calls leave holding epochs.
+  // kMaxSignalPieces words): zeroed when made, and every launch leaves them
+  // 0 (a piece's last tile resets its counter), so no call zeroes them.
+  // Apart from `flags`, which other ops' calls leave holding epochs.
   DeviceMemory tile_counters;
   std::vector<std::unique_ptr<Event>> computed;  // per chunk
   Event reduced;

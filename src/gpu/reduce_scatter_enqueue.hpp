@@ -36,16 +36,15 @@ namespace asynctp::gpu {
 
 // The native GEMM's part of a reduce-scatter call, for every transport:
 // - reset_native_signals: the first `flags` flags (W x the call's pieces)
-//   back to 0, on the caller's stream
-//   before the fork, where their epochs cannot tell this call's from an
-//   earlier one's (a graph replays the epoch it captured, so last replay's
-//   flags would look ready; the epochs wrapped). The tile counters need
-//   none (RankResources::tile_counters);
+//   back to 0, on the caller's stream before the fork, where their epochs
+//   cannot tell this call's from an earlier one's (a graph replays the
+//   epoch it captured, so last replay's flags would look ready; the epochs
+//   wrapped). The tile counters need none (RankResources::tile_counters);
 // - enqueue_native_partial: the grid on res.compute (call's flags and
 //   counters are the rank's), then res.computed[rank] (the own chunk, the
 //   grid's last);
 // - wait_native_chunk: `stream` waits (a stream memory operation: no SM)
-//   until flag `flag` is set (piece j of chunk c: c * pieces + j) , i.e. its
+//   until flag `flag` is set (piece j of chunk c: c * pieces + j), i.e. its
 //   rows are stored. Enqueue it after the grid: then nothing in any
 //   hardware queue waits ahead of the GEMM (CUDA_DEVICE_MAX_CONNECTIONS=1).
 void reset_native_signals(RankResources& res, int flags, rt::StreamHandle stream);
