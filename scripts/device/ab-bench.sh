@@ -16,11 +16,9 @@ source scripts/device/env.sh >/dev/null
 source scripts/device/steps.sh
 op=$1 rounds=$2 world=$3
 shift 3
-IFS=';' read -r -a shapes <<<"${SHAPES:?SHAPES: LINK GBPS M N K LAYOUT;...}"
+read_shapes
 for shape in "${shapes[@]}"; do
-  read -r link gbps m n k layout <<<"$shape"
-  rate=()
-  [ "$link" = arrival ] && rate=(--link-gbps "$gbps")
+  read_shape "$shape"
   for round in $(seq 1 "$rounds"); do
     for side in "$@"; do
       name=${side%%=*} spec=${side#*=}

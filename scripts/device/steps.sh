@@ -16,3 +16,14 @@ print_summary() {  # print_summary TITLE
   echo "=== summary$1"
   printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
 }
+# The A/B runners' shapes: SHAPES='LINK GBPS M N K LAYOUT;...' into the
+# array `shapes`; read_shape SHAPE sets link, gbps, m, n, k, layout and
+# `rate` (--link-gbps GBPS on the arrival link, nothing over pcie).
+read_shapes() {
+  IFS=';' read -r -a shapes <<<"${SHAPES:?SHAPES: LINK GBPS M N K LAYOUT;...}"
+}
+read_shape() {
+  read -r link gbps m n k layout <<<"$1"
+  rate=()
+  if [ "$link" = arrival ]; then rate=(--link-gbps "$gbps"); fi
+}
