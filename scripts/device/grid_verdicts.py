@@ -8,7 +8,8 @@ verdicts (ok when within 3 % of the fastest forced row and at most 2 % slower
 than decomposed): auto's own row, and its pick at the forced row of the same
 algorithm. Where auto took the measured choice (`--tune`), the times the
 tuner chose from (its reason) and whether it ranked the fastest the rows'
-way. With --misses only the points that miss by their own row are listed.
+way; where it chose by the mean over ranks, whether the slowest rank's times
+(also in its reason) would have. With --misses only the points that miss by their own row are listed.
 
     grid_verdicts.py [--misses] FOLDER_OR_JSON...
 """
@@ -22,6 +23,8 @@ import sys
 WITHIN_BEST = 1.03
 WITHIN_DECOMPOSED = 1.02
 TUNED_TIME = re.compile(r"(native|pipelined|decomposed) ([0-9.]+) ms")
+SLOWEST_RANKS = re.compile(r"the slowest rank's: ([^;]*);")
+SLOWEST_TIME = re.compile(r"(native|pipelined|decomposed) ([0-9.]+)")
 
 
 def ok(ms, forced):
@@ -38,8 +41,11 @@ def point(run):
         return None
     auto = auto[0]
     tuned = {name: float(ms) for name, ms in TUNED_TIME.findall(auto["reason"])}
+    slowest = SLOWEST_RANKS.search(auto["reason"])
+    slowest = {name: float(ms) for name, ms in SLOWEST_TIME.findall(slowest.group(1))} \
+        if slowest else {}
     if not auto.get("measured_choice"):
-        tuned = {}
+        tuned, slowest = {}, {}
     fastest_row = min(forced, key=forced.get)
     shape = "%sx%sx%s%s" % (run["M"], run["N"], run["K"],
                             ":col" if run.get("b_layout", "row").startswith("col") else "")
@@ -57,6 +63,7 @@ def point(run):
         "pick_ok": auto["algorithm"] in forced and ok(forced[auto["algorithm"]], forced),
         "tuned": tuned,
         "tuner_agrees": (min(tuned, key=tuned.get) == fastest_row) if tuned else None,
+        "slowest_agrees": (min(slowest, key=slowest.get) == fastest_row) if slowest else None,
     }
 
 
@@ -109,6 +116,11 @@ def main(argv):
     if tuned:
         print("# measured choice at %d points: ranked the fastest as the rows at %d" % (
             len(tuned), sum(p["tuner_agrees"] for p in tuned)))
+    both = [p for p in points if p["slowest_agrees"] is not None]
+    if both:
+        print("# of those, %d chose by the mean over ranks; the slowest rank's times would have "
+              "ranked the fastest as the rows at %d" % (
+                  len(both), sum(p["slowest_agrees"] for p in both)))
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@
 namespace asynctp::core {
 namespace {
 
-constexpr std::int64_t kMagic = 0x61747034;  // "atp4": format version 4
-constexpr std::size_t kFields = 25;
+constexpr std::int64_t kMagic = 0x61747035;  // "atp5": format version 5
+constexpr std::size_t kFields = 26;
 constexpr std::size_t kTextOffset = kFields * sizeof(std::int64_t);
 constexpr std::size_t kTextBytes = kWireRecordBytes - kTextOffset;
 
@@ -43,6 +43,7 @@ enum Field : std::size_t {
   tune_ns0,  // this rank's best time of that candidate, ns
   tune_ns1,
   tune_ns2,
+  tune_group_time,  // how the group combines the ranks' times (GroupTime)
 };
 
 // What any record this build sends can hold; a peer's record outside these
@@ -84,6 +85,7 @@ constexpr Bound kBounds[kFields] = {
     {"tuned time 0", 0, kMaxTunedNs},
     {"tuned time 1", 0, kMaxTunedNs},
     {"tuned time 2", 0, kMaxTunedNs},
+    {"tuned group time", 0, static_cast<std::int64_t>(GroupTime::mean_over_ranks)},
 };
 
 [[noreturn]] void refuse(const std::string& why) {
@@ -115,6 +117,7 @@ WireRecord encode(const CallRecord& record) {
   const TuneProposal& tune = record.tune;
   fields[tune_step] = static_cast<std::int64_t>(tune.step);
   fields[tune_algorithm] = static_cast<std::int64_t>(tune.algorithm);
+  fields[tune_group_time] = static_cast<std::int64_t>(tune.group_time);
   const std::size_t times = std::min<std::size_t>(tune.times.size(), 3);
   fields[tune_count] = static_cast<std::int64_t>(times);
   for (std::size_t i = 0; i < times; ++i) {
@@ -133,7 +136,7 @@ WireRecord encode(const CallRecord& record) {
 CallRecord decode(const WireRecord& wire) {
   std::int64_t fields[kFields];
   std::memcpy(fields, wire.data(), sizeof fields);
-  if (fields[magic] != kMagic) refuse("not a record of format version 4");
+  if (fields[magic] != kMagic) refuse("not a record of format version 5");
   for (std::size_t i = 0; i < kFields; ++i) {
     const Bound& b = kBounds[i];
     if (fields[i] < b.lo || fields[i] > b.hi) {
@@ -177,6 +180,7 @@ CallRecord decode(const WireRecord& wire) {
   record.grows_workspace = fields[grows_workspace] != 0;
   record.tune.step = static_cast<TuneStep>(fields[tune_step]);
   record.tune.algorithm = static_cast<Algorithm>(fields[tune_algorithm]);
+  record.tune.group_time = static_cast<GroupTime>(fields[tune_group_time]);
   for (std::int64_t i = 0; i < fields[tune_count]; ++i) {
     record.tune.times.push_back({static_cast<Algorithm>(fields[tune_algorithm0 + i]),
                                  static_cast<double>(fields[tune_ns0 + i]) / 1e6});

@@ -22,29 +22,57 @@ std::vector<Algorithm> candidates_of(const TuneProposal& p) {
   return out;
 }
 
-TuneVerdict choose(const std::vector<TuneProposal>& proposals, int runs) {
-  const std::vector<Algorithm> candidates = candidates_of(proposals.front());
-  std::vector<double> slowest(candidates.size(), 0.0);
+// Each candidate's time over the ranks: the mean or the slowest.
+std::vector<double> group_times(const std::vector<TuneProposal>& proposals, std::size_t count,
+                                GroupTime how) {
+  std::vector<double> out(count, 0.0);
   for (const TuneProposal& p : proposals) {
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      slowest[i] = std::max(slowest[i], p.times[i].ms);
+    for (std::size_t i = 0; i < count; ++i) {
+      out[i] = how == GroupTime::mean_over_ranks ? out[i] + p.times[i].ms
+                                                 : std::max(out[i], p.times[i].ms);
     }
   }
+  if (how == GroupTime::mean_over_ranks) {
+    for (double& t : out) t /= static_cast<double>(proposals.size());
+  }
+  return out;
+}
+
+TuneVerdict choose(const std::vector<TuneProposal>& proposals, int runs) {
+  const std::vector<Algorithm> candidates = candidates_of(proposals.front());
+  const bool mean = std::all_of(proposals.begin(), proposals.end(), [](const TuneProposal& p) {
+    return p.group_time == GroupTime::mean_over_ranks;
+  });
+  const std::vector<double> slowest =
+      group_times(proposals, candidates.size(), GroupTime::slowest_rank);
+  const std::vector<double> chosen_by =
+      mean ? group_times(proposals, candidates.size(), GroupTime::mean_over_ranks) : slowest;
   std::size_t best = 0;
   for (std::size_t i = 1; i < candidates.size(); ++i) {
-    if (slowest[i] < slowest[best]) best = i;
+    if (chosen_by[i] < chosen_by[best]) best = i;
   }
   TuneVerdict v;
   v.action = TuneAction::choose;
   v.algorithm = candidates[best];
   v.reason = "measured choice: ";
   for (std::size_t i = 0; i < candidates.size(); ++i) {
-    v.reason +=
-        std::string(i ? ", " : "") + to_string(candidates[i]) + " " + format_ms(slowest[i]) + " ms";
+    v.reason += std::string(i ? ", " : "") + to_string(candidates[i]) + " " +
+                format_ms(chosen_by[i]) + " ms";
   }
   v.runs = runs;
-  v.reason += " (the slowest rank's best of " + std::to_string(runs) +
-              " calls each; kept for this problem)";
+  if (mean) {
+    // The slowest rank's times too, without their unit, so that a reader of
+    // the reason sees how far the ranks spread.
+    v.reason += " (the mean over ranks of each rank's best of " + std::to_string(runs) +
+                " calls; the slowest rank's: ";
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      v.reason += std::string(i ? ", " : "") + to_string(candidates[i]) + " " + format_ms(slowest[i]);
+    }
+    v.reason += "; kept for this problem)";
+  } else {
+    v.reason += " (the slowest rank's best of " + std::to_string(runs) +
+                " calls each; kept for this problem)";
+  }
   return v;
 }
 
@@ -107,6 +135,7 @@ TuneProposal CallTuner::propose(const ProblemDesc& problem, Algorithm planned, u
     }
   }
   TuneProposal p;
+  p.group_time = group_time_;
   if (e.kept) {
     p.step = TuneStep::kept;
     p.algorithm = *e.kept;

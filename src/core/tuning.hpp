@@ -10,8 +10,10 @@
 // proposes (its record of the agreement step carries the proposal), and the
 // group resolves the proposals the same way on every rank (resolve_tuning,
 // from the records alone): a candidate runs only when every rank proposes
-// it, and the kept algorithm is the one whose slowest rank was fastest, from
-// the times every rank published. Where the proposals differ (a rank that
+// it, and the kept algorithm is the one whose group time was least, from the
+// times every rank published: the slowest rank's, or on a transport whose
+// benchmark times a call as the mean over its ranks (the loopback group), that
+// mean (GroupTime). Where the proposals differ (a rank that
 // cannot run a candidate, or ranks whose problems differ between calls), the
 // call runs the agreed plan and measures nothing.
 #pragma once
@@ -59,6 +61,15 @@ enum class TuneStep : std::uint8_t {
   kept,      // the group chose `algorithm` for this problem
 };
 
+// How the group's time of a candidate comes from its ranks' times (each
+// rank's best call of the candidate). A collective's ranks on their own
+// devices wait for each other, so the slowest rank's time is the call's. The
+// loopback group's ranks run one after another on one device, each as if it
+// had the device alone, and its benchmark reports the mean over ranks of
+// their spans: there the slowest rank's time charges a candidate for how its
+// ranks' spans spread, which the benchmark does not (bench/NOTES.md).
+enum class GroupTime : std::uint8_t { slowest_rank, mean_over_ranks };
+
 struct TunedTime {
   Algorithm algorithm = Algorithm::decomposed;
   double ms = 0;
@@ -68,6 +79,7 @@ struct TuneProposal {
   TuneStep step = TuneStep::none;
   Algorithm algorithm = Algorithm::decomposed;  // measure: the candidate; kept: the choice
   std::vector<TunedTime> times;                 // complete: in candidate order
+  GroupTime group_time = GroupTime::slowest_rank;  // how the group combines `times`
 };
 
 // What a tuned call does, resolved from every rank's proposal.
@@ -88,9 +100,10 @@ struct TuneVerdict {
 // The same verdict on every rank, from the proposals in rank order and the
 // group's calls per candidate (`runs`): measure when every rank proposes the
 // same candidate; choose when every rank has
-// timed the same candidates (the least of each candidate's slowest rank's
-// time, a tie to the earlier candidate); kept when every rank keeps the same
-// algorithm; otherwise none.
+// timed the same candidates (the least group time, a tie to the earlier
+// candidate: the mean over ranks where every proposal says mean_over_ranks,
+// else the slowest rank's); kept when every rank keeps the same algorithm;
+// otherwise none.
 TuneVerdict resolve_tuning(const std::vector<TuneProposal>& proposals,
                            int runs = kTuneRunsPerCandidate);
 
@@ -98,6 +111,8 @@ TuneVerdict resolve_tuning(const std::vector<TuneProposal>& proposals,
 // made one at a time.
 class CallTuner {
  public:
+  // How this rank's transport times a call of the group: its proposals say it.
+  void set_group_time(GroupTime group_time) noexcept { group_time_ = group_time; }
   // The proposal for this rank's next call of `problem`, whose own plan
   // chose `planned` and can run `runnable` (algorithm_bit). The candidates,
   // fixed at the first call of a problem: `planned`, then the rest of
@@ -161,6 +176,7 @@ class CallTuner {
     std::string kept_reason;
   };
   static Key key_of(const ProblemDesc& problem);
+  GroupTime group_time_ = GroupTime::slowest_rank;
   std::map<Key, Entry> entries_;
   struct Started {
     ProblemDesc problem;

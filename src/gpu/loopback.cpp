@@ -42,6 +42,9 @@ namespace asynctp::gpu {
 LoopbackComm::LoopbackComm(LoopbackState& group, int rank, std::unique_ptr<RankBackend> backend)
     : group_(group), rank_(rank), res_(group.config.world_size) {
   backend_ = std::move(backend);
+  // The group's benchmark times a call as the mean over its ranks' spans
+  // (time_calls); the measured choice ranks its candidates the same way.
+  tuner().set_group_time(core::GroupTime::mean_over_ranks);
 }
 
 CallSite LoopbackComm::site() const {

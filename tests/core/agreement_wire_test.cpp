@@ -39,6 +39,7 @@ core::CallRecord sample() {
   r.tune.step = TuneStep::complete;
   r.tune.algorithm = Algorithm::pipelined;
   r.tune.times = {{Algorithm::pipelined, 1.234567}, {Algorithm::decomposed, 0.5}};
+  r.tune.group_time = core::GroupTime::mean_over_ranks;
   return r;
 }
 
@@ -63,6 +64,7 @@ TEST(AgreementWire, EveryFieldSurvivesTheTrip) {
   EXPECT_EQ(in.plan.reason, out.plan.reason);  // a good record's text is its reason
   EXPECT_EQ(in.tune.step, out.tune.step);
   EXPECT_EQ(in.tune.algorithm, out.tune.algorithm);
+  EXPECT_EQ(in.tune.group_time, out.tune.group_time);
   ASSERT_EQ(in.tune.times.size(), out.tune.times.size());
   for (std::size_t i = 0; i < in.tune.times.size(); ++i) {
     EXPECT_EQ(in.tune.times[i].algorithm, out.tune.times[i].algorithm);
@@ -130,6 +132,7 @@ TEST(AgreementWire, EveryFieldOutOfRangeIsRefusedByName) {
       {19, 4, "tuned algorithm 0 = 4"},
       {22, -5, "tuned time 0 = -5"},
       {24, std::int64_t{1} << 51, "tuned time 2"},
+      {25, 2, "tuned group time = 2"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.named);
@@ -145,7 +148,8 @@ TEST(AgreementWire, EveryFieldOutOfRangeIsRefusedByName) {
   }
   // The text must end inside its field, with zeros after it.
   WireRecord unterminated = encode(sample());
-  std::memset(unterminated.data() + 200, 'x', kWireRecordBytes - 200);
+  constexpr std::size_t kText = 26 * sizeof(std::int64_t);  // after the fields
+  std::memset(unterminated.data() + kText, 'x', kWireRecordBytes - kText);
   EXPECT_THROW(decode(unterminated), Error);
   WireRecord trailing = encode(sample());
   trailing[kWireRecordBytes - 1] = 'x';

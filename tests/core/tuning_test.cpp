@@ -262,6 +262,40 @@ TEST(ResolveTuning, ChoosesTheLeastOfEachCandidatesSlowestRank) {
   EXPECT_EQ(resolve_tuning({complete(1.0, 2.0), other}).action, TuneAction::none);
 }
 
+TuneProposal complete_mean(double native, double pipelined) {
+  TuneProposal p = complete(native, pipelined);
+  p.group_time = GroupTime::mean_over_ranks;
+  return p;
+}
+
+TEST(ResolveTuning, ChoosesTheLeastMeanOverRanksWhereEveryRankTimesSo) {
+  // The slowest rank would pick pipelined (2.1 against native's 3.0); the
+  // mean over ranks picks native (2.0 against 2.05).
+  const TuneVerdict v = resolve_tuning({complete_mean(1.0, 2.0), complete_mean(3.0, 2.1)}, 6);
+  EXPECT_EQ(v.action, TuneAction::choose);
+  EXPECT_EQ(v.algorithm, Algorithm::native);
+  EXPECT_NE(v.reason.find("native 2.000 ms, pipelined 2.050 ms"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("the mean over ranks of each rank's best of 6 calls"),
+            std::string::npos)
+      << v.reason;
+  // The slowest rank's times stand beside them, without a unit.
+  EXPECT_NE(v.reason.find("the slowest rank's: native 3.000, pipelined 2.100;"),
+            std::string::npos)
+      << v.reason;
+  // One rank that times by its slowest rank makes the group do so.
+  const TuneVerdict mixed = resolve_tuning({complete_mean(1.0, 2.0), complete(3.0, 2.1)});
+  EXPECT_EQ(mixed.algorithm, Algorithm::pipelined);
+  EXPECT_NE(mixed.reason.find("the slowest rank's best of"), std::string::npos) << mixed.reason;
+}
+
+TEST(CallTuner, ProposalsSayHowTheTransportTimesTheGroup) {
+  CallTuner tuner;
+  const ProblemDesc p = problem();
+  EXPECT_EQ(tuner.propose(p, Algorithm::native, kAll).group_time, GroupTime::slowest_rank);
+  tuner.set_group_time(GroupTime::mean_over_ranks);
+  EXPECT_EQ(tuner.propose(p, Algorithm::native, kAll).group_time, GroupTime::mean_over_ranks);
+}
+
 TEST(ResolveTuning, KeepsWhatEveryRankKept) {
   const TuneProposal kept{TuneStep::kept, Algorithm::pipelined, {}};
   EXPECT_EQ(resolve_tuning({kept, kept}).action, TuneAction::kept);

@@ -32,7 +32,9 @@ bool same(const asynctp::core::CallRecord& x, const asynctp::core::CallRecord& y
          x.problem.gathered_out == y.problem.gathered_out && x.problem.op == y.problem.op &&
          x.plan.algorithm == y.plan.algorithm && x.plan.tile_m == y.plan.tile_m &&
          x.plan.tile_n == y.plan.tile_n && x.plan.runnable == y.plan.runnable &&
-         x.plan.reason == y.plan.reason && x.grows_workspace == y.grows_workspace;
+         x.plan.reason == y.plan.reason && x.grows_workspace == y.grows_workspace &&
+         x.tune.step == y.tune.step && x.tune.algorithm == y.tune.algorithm &&
+         x.tune.times.size() == y.tune.times.size() && x.tune.group_time == y.tune.group_time;
 }
 
 // What the decoder promises of every record it returns.

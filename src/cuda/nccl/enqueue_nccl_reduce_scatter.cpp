@@ -52,7 +52,11 @@ void enqueue_overlapped(const NcclReduceScatterCall& call, const NcclCallContext
 
   const bool native = call.plan.algorithm == Algorithm::native;
   barrier(context, s);  // every owner's slots are free again
-  if (native) gpu::reset_native_signals(res, world, s);
+  // The chunk flags are fresh by their epoch, except where a graph replays
+  // the call it captured or once the epochs have wrapped (the rule every
+  // op's calls feed; the grid's tile counters need no reset: it leaves them 0).
+  const bool stale = res.flag_reset.reset_before(call.epoch, call.capturing);
+  if (native && stale) gpu::reset_native_signals(res, world, s);
   record(res.fork.get(), s, "event record (fork)");
   for (rt::StreamHandle side : {res.copy_in.get(), res.compute.get(), res.lane2.get()}) {
     wait(side, res.fork.get(), "stream wait (fork)");
