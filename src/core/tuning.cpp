@@ -66,7 +66,8 @@ TuneVerdict choose(const std::vector<TuneProposal>& proposals, int runs) {
     v.reason += " (the mean over ranks of each rank's best of " + std::to_string(runs) +
                 " calls; the slowest rank's: ";
     for (std::size_t i = 0; i < candidates.size(); ++i) {
-      v.reason += std::string(i ? ", " : "") + to_string(candidates[i]) + " " + format_ms(slowest[i]);
+      v.reason +=
+          std::string(i ? ", " : "") + to_string(candidates[i]) + " " + format_ms(slowest[i]);
     }
     v.reason += "; kept for this problem)";
   } else {

@@ -77,8 +77,8 @@ struct TunedTime {
 
 struct TuneProposal {
   TuneStep step = TuneStep::none;
-  Algorithm algorithm = Algorithm::decomposed;  // measure: the candidate; kept: the choice
-  std::vector<TunedTime> times;                 // complete: in candidate order
+  Algorithm algorithm = Algorithm::decomposed;     // measure: the candidate; kept: the choice
+  std::vector<TunedTime> times;                    // complete: in candidate order
   GroupTime group_time = GroupTime::slowest_rank;  // how the group combines `times`
 };
 
