@@ -46,13 +46,6 @@ RunInfo enqueue_call(Backend& backend, Comm& comm, Options options);
 // model's calls do (on an idle GPU its span would hold the host's enqueue).
 inline constexpr int kLeadCalls = 1;
 
-// Untimed calls on a GPU before any row's first call, for this long. A GPU's
-// clocks move over its first fraction of a second under load (from idle
-// they start low; a power-bound GEMM runs faster while the card is cool),
-// and the measured choice's calls, which come first, would otherwise see
-// another regime than the rounds that time the rows (bench/NOTES.md).
-inline constexpr int kGpuSettleMs = 500;
-
 // What the planner says of `row`'s call: its tiles and reason. One this
 // problem cannot run makes the row unavailable, or with `must_run` an error.
 void plan_row(Row& row, Backend& backend, const Options& options, bool must_run);

@@ -4,7 +4,6 @@
 // planner, per algorithm one checked call and the timed calls, an optional
 // trace, the report) and the steps of a row that `run` and `bench` share.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -126,29 +125,6 @@ void write_trace(const Args& args, Backend& backend, const std::vector<Plan>& pl
   trace.write_chrome_json(*args.trace_path);
 }
 
-// kGpuSettleMs of untimed calls of the first runnable row, forced to the
-// algorithm it plans (a forced call is never one of the measured choice's).
-// Only where this process holds every rank: ranks of a launch must make the
-// same calls, and a wall-clock bound would not give each the same count.
-void settle(Backend& backend, const Args& args, const std::vector<Plan>& plans,
-            const std::vector<Row>& rows, Progress& progress) {
-  RankGroup* group = backend.group();
-  if (group == nullptr) return;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::optional<Algorithm> algorithm =
-        plans[i].forced ? plans[i].forced : rows[i].algorithm;
-    if (!rows[i].available || !algorithm || *algorithm == Algorithm::automatic) continue;
-    const Options options = options_for(args, algorithm);
-    const RankCall call = [&](Comm& comm, int) { enqueue_call(backend, comm, options); };
-    progress.set("[settle] untimed calls, so that every row meets the same clocks");
-    const auto start = std::chrono::steady_clock::now();
-    while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(kGpuSettleMs)) {
-      (void)group->time_calls(2, call);
-    }
-    return;
-  }
-}
-
 }  // namespace
 
 int run_command(Args args, const std::string& command_line) {
@@ -205,7 +181,6 @@ int run_command(Args args, const std::string& command_line) {
       check_row(report.rows[i], *backend, options_for(args, plans[i].forced), progress, labels[i]);
     }
   }
-  if (backend->info.name != "cpu") settle(*backend, args, plans, report.rows, progress);
   // Round 0 is every row's warmup, then each round times one call of every
   // row in turn: a GPU's clocks move with its load over a run, and rows
   // timed one after another would each see different clocks.
