@@ -9,7 +9,8 @@ than decomposed): auto's own row, and its pick at the forced row of the same
 algorithm. Where auto took the measured choice (`--tune`), the times the
 tuner chose from (its reason) and whether it ranked the fastest the rows'
 way; where it chose by the mean over ranks, whether the slowest rank's times
-(also in its reason) would have. With --misses only the points that miss by their own row are listed.
+(also in its reason) would have. With --misses only the points that miss by
+their own row are listed.
 
     grid_verdicts.py [--misses] FOLDER_OR_JSON...
 """

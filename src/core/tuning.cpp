@@ -51,25 +51,25 @@ TuneVerdict choose(const std::vector<TuneProposal>& proposals, int runs) {
   for (std::size_t i = 1; i < candidates.size(); ++i) {
     if (chosen_by[i] < chosen_by[best]) best = i;
   }
+  // "native 1.234 ms, pipelined ..." (`unit` after each time).
+  const auto listed = [&](const std::vector<double>& times, const char* unit) {
+    std::string out;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      out +=
+          std::string(i ? ", " : "") + to_string(candidates[i]) + " " + format_ms(times[i]) + unit;
+    }
+    return out;
+  };
   TuneVerdict v;
   v.action = TuneAction::choose;
   v.algorithm = candidates[best];
-  v.reason = "measured choice: ";
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    v.reason += std::string(i ? ", " : "") + to_string(candidates[i]) + " " +
-                format_ms(chosen_by[i]) + " ms";
-  }
+  v.reason = "measured choice: " + listed(chosen_by, " ms");
   v.runs = runs;
   if (mean) {
     // The slowest rank's times too, without their unit, so that a reader of
     // the reason sees how far the ranks spread.
     v.reason += " (the mean over ranks of each rank's best of " + std::to_string(runs) +
-                " calls; the slowest rank's: ";
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      v.reason +=
-          std::string(i ? ", " : "") + to_string(candidates[i]) + " " + format_ms(slowest[i]);
-    }
-    v.reason += "; kept for this problem)";
+                " calls; the slowest rank's: " + listed(slowest, "") + "; kept for this problem)";
   } else {
     v.reason += " (the slowest rank's best of " + std::to_string(runs) +
                 " calls each; kept for this problem)";
