@@ -65,19 +65,26 @@ void measure_link(const Args& all, LinkChoice link, Problem& problem, Progress& 
   }
   const int gemms_per_round = link == LinkChoice::nccl ? 1 : args.world_size;
 
-  // Round 0 is the warmup: each measurement's untimed iterations.
+  // Round 0 is the warmup: each measurement's untimed iterations. A round's
+  // measurements are the timed rows, then the GEMM (index timed.size()), in
+  // an order that rotates (at_turn).
+  const std::size_t measurements = timed.size() + 1;
   for (int round = 0; round <= args.iters; ++round) {
     const bool warmup = round == 0;
     const std::string of =
         warmup ? "" : "round " + std::to_string(round) + "/" + std::to_string(args.iters) + " ";
-    for (std::size_t i : timed) {
-      time_row(rows[i], *backend, options_for(args, rows[i].algorithm),
-               warmup ? args.warmup : kLeadCalls, warmup ? 0 : 1, progress,
-               label_of(link, rows[i].label) + of);
+    for (std::size_t turn = 0; turn < measurements; ++turn) {
+      const std::size_t which = at_turn(round, turn, measurements);
+      if (which < timed.size()) {
+        Row& row = rows[timed[which]];
+        time_row(row, *backend, options_for(args, row.algorithm), warmup ? args.warmup : kLeadCalls,
+                 warmup ? 0 : 1, progress, label_of(link, row.label) + of);
+        continue;
+      }
+      progress.set(label_of(link, "cublas") + (warmup ? "warmup" : of));
+      const std::vector<double> ms = gemm.time((warmup ? args.warmup : 1) * gemms_per_round);
+      if (!warmup) gemm_row.iteration_ms.insert(gemm_row.iteration_ms.end(), ms.begin(), ms.end());
     }
-    progress.set(label_of(link, "cublas") + (warmup ? "warmup" : of));
-    const std::vector<double> ms = gemm.time((warmup ? args.warmup : 1) * gemms_per_round);
-    if (!warmup) gemm_row.iteration_ms.insert(gemm_row.iteration_ms.end(), ms.begin(), ms.end());
   }
   gemm_row.median_ms = bench::median(gemm_row.iteration_ms);
 }

@@ -183,12 +183,14 @@ int run_command(Args args, const std::string& command_line) {
   }
   // Round 0 is every row's warmup, then each round times one call of every
   // row in turn: a GPU's clocks move with its load over a run, and rows
-  // timed one after another would each see different clocks.
+  // timed one after another would each see different clocks. The timed
+  // rounds rotate the rows' order (at_turn).
   for (int round = 0; round <= args.iters; ++round) {
     const bool warmup = round == 0;
     const std::string of =
         warmup ? "" : "round " + std::to_string(round) + "/" + std::to_string(args.iters) + " ";
-    for (std::size_t i = 0; i < plans.size(); ++i) {
+    for (std::size_t turn = 0; turn < plans.size(); ++turn) {
+      const std::size_t i = at_turn(round, turn, plans.size());
       Row& row = report.rows[i];
       if (!row.available) continue;
       const Options options = options_for(args, plans[i].forced);

@@ -232,8 +232,9 @@ std::string bench_header(const Report& r) {
             : "# link arrival: " + format(op.arrival_model, r.args.link_gbps_or_default()) + "\n";
   }
   return out +
-         "# time: per rank, median over rounds; a round times one iteration of each algorithm,\n"
-         "#   then the cuBLAS GEMM (W times on a loopback link), so all run at the same clocks.\n"
+         "# time: per rank, median over rounds; a round times one iteration of each algorithm\n"
+         "#   and of the cuBLAS GEMM (W times on a loopback link), so all run at the same clocks;\n"
+         "#   the order rotates from round to round.\n"
          "#   Loopback links: the mean of the ranks' own call spans (CUDA events where a rank's\n"
          "#   work begins and where it is joined; ranks serialized; the arrival link places the\n"
          "#   peer chunks before the span, its release times stand for the transfer); nccl: the\n"
