@@ -143,16 +143,22 @@ TuneProposal CallTuner::propose(const ProblemDesc& problem, Algorithm planned, u
     return p;
   }
   if (e.candidates.size() < 2) return p;  // nothing to choose between
-  // The candidate with the fewest runs started, the earlier on a tie: one
-  // call of each per round.
-  std::optional<Algorithm> next;
+  // One call of each candidate per round: the candidate with the fewest runs
+  // started. On a tie, the earlier in the candidates' order in even rounds
+  // and the later in odd ones, so that no candidate's measuring call always
+  // follows the same algorithm's (a GEMM-bound call right after a long
+  // link-bound one meets other clocks than after another GEMM-bound one).
+  const auto done = [&](Algorithm a) {
+    return std::max(e.started[slot_of(a)], e.runs[slot_of(a)]);
+  };
   int fewest = e.runs_wanted;
-  for (Algorithm a : e.candidates) {
-    const std::size_t i = slot_of(a);
-    const int done = std::max(e.started[i], e.runs[i]);
-    if (done < fewest) {
-      fewest = done;
-      next = a;
+  for (Algorithm a : e.candidates) fewest = std::min(fewest, done(a));
+  std::optional<Algorithm> next;
+  if (fewest < e.runs_wanted) {
+    const bool forward = fewest % 2 == 0;
+    for (std::size_t j = 0; j < e.candidates.size() && !next; ++j) {
+      const Algorithm a = e.candidates[forward ? j : e.candidates.size() - 1 - j];
+      if (done(a) == fewest) next = a;
     }
   }
   if (next) {

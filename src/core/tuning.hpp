@@ -118,7 +118,8 @@ class CallTuner {
   // fixed at the first call of a problem: `planned`, then the rest of
   // `runnable` from the most ambitious down. They are measured in turn, one
   // call each per round, so that a device's clocks drifting over the
-  // measuring calls weigh on every candidate alike.
+  // measuring calls weigh on every candidate alike; odd rounds take them in
+  // reverse, so that no candidate always follows the same one.
   TuneProposal propose(const ProblemDesc& problem, Algorithm planned, unsigned runnable);
   // The algorithm bits of `problem`'s candidates (0 before its first proposal).
   unsigned candidate_bits(const ProblemDesc& problem) const;

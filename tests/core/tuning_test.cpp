@@ -33,12 +33,16 @@ const unsigned kAll = kEveryAlgorithmBit;
 TEST(CallTuner, ProposesEachCandidateInTurnThenItsBestTimes) {
   CallTuner tuner;
   // The planner's pick first, then the rest from the most ambitious down;
-  // one call of each per round.
+  // one call of each per round, odd rounds in reverse (no candidate always
+  // after the same one).
   const std::vector<Algorithm> round = {Algorithm::pipelined, Algorithm::native,
                                         Algorithm::decomposed};
+  static_assert(kTuneRunsPerCandidate == 2, "the times below assume two rounds");
   double ms = 10;
   for (int run = 0; run < kTuneRunsPerCandidate; ++run) {
-    for (Algorithm expected : round) {
+    std::vector<Algorithm> order = round;
+    if (run % 2 == 1) std::reverse(order.begin(), order.end());
+    for (Algorithm expected : order) {
       SCOPED_TRACE(std::string(to_string(expected)) + " run " + std::to_string(run));
       const TuneProposal p = tuner.propose(problem(), Algorithm::pipelined, kAll);
       EXPECT_EQ(p.step, TuneStep::measure);
@@ -50,12 +54,13 @@ TEST(CallTuner, ProposesEachCandidateInTurnThenItsBestTimes) {
   const TuneProposal done = tuner.propose(problem(), Algorithm::pipelined, kAll);
   EXPECT_EQ(done.step, TuneStep::complete);
   ASSERT_EQ(done.times.size(), 3u);
+  // Times in call order 10 9 8 (round 0), 7 6 5 (round 1, reversed).
   EXPECT_EQ(done.times[0].algorithm, Algorithm::pipelined);
-  EXPECT_DOUBLE_EQ(done.times[0].ms, 7);
+  EXPECT_DOUBLE_EQ(done.times[0].ms, 5);
   EXPECT_EQ(done.times[1].algorithm, Algorithm::native);
   EXPECT_DOUBLE_EQ(done.times[1].ms, 6);
   EXPECT_EQ(done.times[2].algorithm, Algorithm::decomposed);
-  EXPECT_DOUBLE_EQ(done.times[2].ms, 5);
+  EXPECT_DOUBLE_EQ(done.times[2].ms, 7);
   // Another problem has its own state.
   EXPECT_EQ(tuner.propose(problem(512), Algorithm::native, kAll).algorithm, Algorithm::native);
   EXPECT_EQ(tuner.kept_reason(problem()), "");
@@ -79,9 +84,10 @@ TEST(CallTuner, TimesReadLaterCountForTheCallThatStartedThem) {
   const auto read = [&](int slot) { return clock[slot]; };
   EXPECT_FALSE(tuner.awaiting());
   std::vector<int> slots;
-  // Six calls back to back, none finished yet: each candidate twice, in turn.
+  // Six calls back to back, none finished yet: each candidate twice, in turn
+  // (the second round in reverse).
   for (Algorithm expected : {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed,
-                             Algorithm::native, Algorithm::pipelined, Algorithm::decomposed}) {
+                             Algorithm::decomposed, Algorithm::pipelined, Algorithm::native}) {
     EXPECT_FALSE(tuner.waits_for_times(problem()));
     const TuneProposal p = tuner.propose(problem(), Algorithm::native, kAll);
     ASSERT_EQ(p.step, TuneStep::measure);
@@ -103,7 +109,8 @@ TEST(CallTuner, TimesReadLaterCountForTheCallThatStartedThem) {
   for (int i : {0, 1, 2}) clock[slots[static_cast<std::size_t>(i)]] = times[i];
   tuner.read_times(read, false);
   EXPECT_TRUE(tuner.waits_for_times(problem()));
-  // The rest: decomposed's second time is lost, the wait gives nothing.
+  // The rest: native's second time (the last call) is lost, the wait gives
+  // nothing.
   clock[slots[3]] = times[3];
   clock[slots[4]] = times[4];
   tuner.read_times(read, /*waited=*/true);
@@ -111,23 +118,23 @@ TEST(CallTuner, TimesReadLaterCountForTheCallThatStartedThem) {
   EXPECT_FALSE(tuner.waits_for_times(problem()));
   TuneProposal p = tuner.propose(problem(), Algorithm::native, kAll);
   ASSERT_EQ(p.step, TuneStep::measure);
-  EXPECT_EQ(p.algorithm, Algorithm::decomposed);
+  EXPECT_EQ(p.algorithm, Algorithm::native);
   // Started, but its execute() failed: measured again.
-  const std::optional<int> failed = tuner.start(problem(), Algorithm::decomposed);
+  const std::optional<int> failed = tuner.start(problem(), Algorithm::native);
   ASSERT_TRUE(failed.has_value());
   tuner.cancel(*failed);
   EXPECT_FALSE(tuner.awaiting());
-  EXPECT_EQ(tuner.propose(problem(), Algorithm::native, kAll).algorithm, Algorithm::decomposed);
-  const std::optional<int> again = tuner.start(problem(), Algorithm::decomposed);
+  EXPECT_EQ(tuner.propose(problem(), Algorithm::native, kAll).algorithm, Algorithm::native);
+  const std::optional<int> again = tuner.start(problem(), Algorithm::native);
   ASSERT_TRUE(again.has_value());
   clock[*again] = 6.5;
   tuner.read_times(read, false);
   p = tuner.propose(problem(), Algorithm::native, kAll);
   ASSERT_EQ(p.step, TuneStep::complete);
   ASSERT_EQ(p.times.size(), 3u);
-  EXPECT_DOUBLE_EQ(p.times[0].ms, 4);  // native: best of 5, 4
+  EXPECT_DOUBLE_EQ(p.times[0].ms, 5);  // native: best of 5, 6.5
   EXPECT_DOUBLE_EQ(p.times[1].ms, 3);  // pipelined: best of 3, 3.5
-  EXPECT_DOUBLE_EQ(p.times[2].ms, 6);  // decomposed: best of 6, 6.5
+  EXPECT_DOUBLE_EQ(p.times[2].ms, 4);  // decomposed: best of 6, 4
 }
 
 // A read that fails (the transport's wait threw) keeps what was read before
@@ -149,15 +156,14 @@ TEST(CallTuner, AFailedReadKeepsWhatWasReadBeforeIt) {
   tuner.abandon();
   EXPECT_FALSE(tuner.awaiting());
   // Native's first run counted; pipelined's and decomposed's first runs are
-  // measured again before native's second.
-  TuneProposal p = tuner.propose(problem(), Algorithm::native, kAll);
-  EXPECT_EQ(p.algorithm, Algorithm::pipelined);
-  tuner.start(problem(), p.algorithm);
-  p = tuner.propose(problem(), Algorithm::native, kAll);
-  EXPECT_EQ(p.algorithm, Algorithm::decomposed);
-  tuner.start(problem(), p.algorithm);
-  p = tuner.propose(problem(), Algorithm::native, kAll);
-  EXPECT_EQ(p.algorithm, Algorithm::native);
+  // measured again, then the second round (in reverse) ends with native's.
+  for (Algorithm expected : {Algorithm::pipelined, Algorithm::decomposed, Algorithm::decomposed,
+                             Algorithm::pipelined, Algorithm::native}) {
+    const TuneProposal p = tuner.propose(problem(), Algorithm::native, kAll);
+    ASSERT_EQ(p.step, TuneStep::measure);
+    EXPECT_EQ(p.algorithm, expected);
+    tuner.start(problem(), p.algorithm);
+  }
 }
 
 // Every slot holds an unread time: start() says so, and slot_free() lets
@@ -191,7 +197,9 @@ TEST(CallTuner, OneCandidateHasNothingToMeasure) {
 TEST(CallTuner, TheGroupsRunsPerCandidateDecideWhenTheTimesAreComplete) {
   CallTuner tuner;
   for (int run = 0; run < kShortCallTuneRuns; ++run) {
-    for (Algorithm expected : {Algorithm::native, Algorithm::decomposed}) {
+    const bool forward = run % 2 == 0;
+    for (Algorithm expected : {forward ? Algorithm::native : Algorithm::decomposed,
+                               forward ? Algorithm::decomposed : Algorithm::native}) {
       SCOPED_TRACE(std::string(to_string(expected)) + " run " + std::to_string(run));
       EXPECT_FALSE(tuner.waits_for_times(problem()));
       const TuneProposal p =
@@ -209,8 +217,10 @@ TEST(CallTuner, TheGroupsRunsPerCandidateDecideWhenTheTimesAreComplete) {
   const TuneProposal done = tuner.propose(problem(), Algorithm::native, kAll);
   ASSERT_EQ(done.step, TuneStep::complete);
   ASSERT_EQ(done.times.size(), 2u);
-  EXPECT_DOUBLE_EQ(done.times[0].ms, 3.5);  // native's sixth run, the last but one read
-  EXPECT_DOUBLE_EQ(done.times[1].ms, 3.0);
+  // The sixth round is reversed: native's sixth run is the last read.
+  static_assert(kShortCallTuneRuns % 2 == 0, "an even count ends on a reversed round");
+  EXPECT_DOUBLE_EQ(done.times[0].ms, 3.0);
+  EXPECT_DOUBLE_EQ(done.times[1].ms, 3.5);
 }
 
 TEST(TuneRuns, ShortCallsGetMoreRunsPerCandidate) {

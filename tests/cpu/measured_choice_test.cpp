@@ -66,15 +66,16 @@ std::vector<RunInfo> call_repeatedly(Problem& problem, int world, const Options&
 constexpr int kCalls = kMaxTuningCalls + 2;
 
 // Calls 1-18 measure native, pipelined, decomposed (the planner's native
-// first) in turn, six rounds (these calls are short); call 19 chooses;
-// call 20 runs the kept choice.
+// first) in turn, six rounds (these calls are short), every other round in
+// reverse; call 19 chooses; call 20 runs the kept choice.
 void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
   ASSERT_EQ(infos.size(), static_cast<std::size_t>(kCalls));
   const Algorithm round[] = {Algorithm::native, Algorithm::pipelined, Algorithm::decomposed};
   const std::size_t measuring = kMaxTuningCalls;
   for (std::size_t i = 0; i < measuring; ++i) {
     SCOPED_TRACE("call " + std::to_string(i + 1));
-    const Algorithm expected = round[i % 3];
+    const std::size_t turn = i % 3;
+    const Algorithm expected = round[(i / 3) % 2 == 0 ? turn : 2 - turn];
     EXPECT_EQ(infos[i].algorithm, expected) << infos[i].reason;
     EXPECT_TRUE(
         contains(infos[i].reason, std::string("measured choice: measuring ") + to_string(expected)))

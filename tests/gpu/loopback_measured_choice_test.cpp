@@ -58,7 +58,8 @@ bool starts_with(const std::string& text, const std::string& prefix) {
 }
 
 // One rank's calls, in order: the first ones measure the candidates in
-// turn (three where native can run, else two), six rounds, as every shape
+// turn (three where native can run, else two), every other round in
+// reverse, six rounds, as every shape
 // of these tests is a short call (core::kShortCallFlops); the next chooses
 // from times above zero; the rest keep the choice and its reason.
 void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
@@ -85,7 +86,8 @@ void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
   ASSERT_TRUE(c == 2 || c == 3) << c << " candidates";
   ASSERT_EQ(measuring, kRounds * c) << "measuring calls";
   for (int i = 0; i < measuring; ++i) {
-    EXPECT_EQ(infos[i].algorithm, candidates[static_cast<std::size_t>(i % c)]) << "call " << i + 1;
+    const int turn = (i / c) % 2 == 0 ? i % c : c - 1 - i % c;
+    EXPECT_EQ(infos[i].algorithm, candidates[static_cast<std::size_t>(turn)]) << "call " << i + 1;
   }
   const std::string& chose = infos[measuring].reason;
   std::printf("  %s\n", chose.c_str());
