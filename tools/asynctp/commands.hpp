@@ -12,6 +12,7 @@
 #include "backend.hpp"
 #include "progress.hpp"
 #include "report.hpp"
+#include "round_order.hpp"
 
 namespace asynctp::tool {
 
@@ -45,14 +46,6 @@ RunInfo enqueue_call(Backend& backend, Comm& comm, Options options);
 // warmup, so that the timed call runs back to back behind one, as a
 // model's calls do (on an idle GPU its span would hold the host's enqueue).
 inline constexpr int kLeadCalls = 1;
-
-// Which of `count` measurements goes at `turn` of a round. Round 0 (the
-// warmups) keeps their order; the timed rounds rotate it by one a round, so
-// that each measurement takes every position of the round in turn rather
-// than one always going first, and its median mixes the positions alike.
-inline std::size_t at_turn(int round, std::size_t turn, std::size_t count) {
-  return round == 0 ? turn : (turn + static_cast<std::size_t>(round - 1)) % count;
-}
 
 // What the planner says of `row`'s call: its tiles and reason. One this
 // problem cannot run makes the row unavailable, or with `must_run` an error.
