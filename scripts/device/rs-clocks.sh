@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs on the device machine (one GPU): the SM clock, power and throttle
 # reasons (nvidia-smi, every 20 ms) while the reduce-scatter GEMM runs alone
-# (native_kernel_bench, back to back, with cuBLASLt beside it) and while the
-# op's native call runs on the loopback group (`asynctp run`, native alone,
-# arrival link), each phase long enough for ~100 samples. Tells whether the
+# (native_kernel_bench, back to back) and while the op runs on the loopback
+# group (`asynctp run --algo native`, arrival link: native's row and the
+# decomposed baseline's, in rounds; then decomposed alone), each phase long
+# enough for ~100 samples. Tells whether the
 # grid runs slower in the call than alone because the card runs at other
 # clocks there (the call's untimed placement GEMMs and its reduction pass
 # draw power too) or at the same clocks. Prints per phase: the tools' own
