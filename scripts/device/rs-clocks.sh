@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the device machine (one GPU): the SM clock, power and throttle
 # reasons (nvidia-smi, every 20 ms) while the reduce-scatter GEMM runs alone
-# (native_kernel_bench, back to back) and while the op runs on the loopback
+# (native_kernel_bench, back to back, cuBLASLt beside it) and while the op runs on the loopback
 # group (`asynctp run --algo native`, arrival link: native's row and the
 # decomposed baseline's, in rounds; then decomposed alone), each phase long
 # enough for ~100 samples. Tells whether the
