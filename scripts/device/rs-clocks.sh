@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Runs on the device machine (one GPU): the SM clock, power and throttle
 # reasons (nvidia-smi, every 20 ms) while the reduce-scatter GEMM runs alone
-# (native_kernel_bench, back to back, cuBLASLt beside it) and while the op runs on the loopback
-# group (`asynctp run --algo native`, arrival link: native's row and the
-# decomposed baseline's, in rounds; then decomposed alone), each phase long
-# enough for ~100 samples. Tells whether the
-# grid runs slower in the call than alone because the card runs at other
-# clocks there (the call's untimed placement GEMMs and its reduction pass
-# draw power too) or at the same clocks. Prints per phase: the tools' own
-# times, then the samples' median / min SM clock, median power, and the
-# throttle reasons seen.
+# (native_kernel_bench, back to back, cuBLASLt beside it) and while the op
+# runs on the loopback group (`asynctp run --algo native`, arrival link:
+# native's row and the decomposed baseline's, in rounds; then decomposed
+# alone), each phase long enough for ~100 samples. Tells whether the grid
+# runs slower in the call than alone because the card runs at other clocks
+# there (the call's untimed placement GEMMs and its reduction pass draw power
+# too) or at the same clocks. Prints per phase: the tools' own times, then
+# the samples' median / min SM clock, median power, and the throttle reasons
+# seen.
 #
 #   BIN=.devbin/gpu scripts/device/rs-clocks.sh [MxNxK]     default 8192x8192x3584
 set -uo pipefail
