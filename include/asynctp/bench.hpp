@@ -143,11 +143,43 @@ class GemmBaseline {
   // verify::tolerance of the dtype).
   verify::Verdict check(const std::vector<double>& reference);
   // `count` GEMMs back to back, waited for: the time of each, in ms.
-  std::vector<double> time(int count);
+  // `after_each(stream, i)`, where given, enqueues work of its own on the
+  // baseline's stream after GEMM i's span (a ClockProbe, say).
+  std::vector<double> time(int count,
+                           const std::function<void(void* stream, int i)>& after_each = {});
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// The SM clock where a stream's work reaches a point. The card slows under
+// sustained load (its power cap), so two measurements taken in the same
+// rounds may still run at different clocks; probes after each say whether
+// they did. A probe is a one-thread kernel that counts the SM's cycles
+// (clock64) between two ticks of the GPU's global timer 4 us apart: it
+// holds one SM for about 5 us, taken from any work that runs beside it, so
+// place it where nothing timed does. Made on the current GPU; the CUDA
+// backend's only so far: on HIP the constructor throws Error(unsupported).
+class ClockProbe {
+ public:
+  // Room for `slots` readings (>= 1).
+  explicit ClockProbe(int slots);
+  ~ClockProbe();
+  ClockProbe(const ClockProbe&) = delete;
+  ClockProbe& operator=(const ClockProbe&) = delete;
+  // Enqueues a probe on `stream` that leaves its reading in `slot`, in
+  // [0, slots). Throws Error(invalid_argument) naming the slot otherwise.
+  void record(void* stream, int slot);
+  // Every slot's clock in MHz (0 where no probe was recorded since the last
+  // read), once the probe's GPU has finished its work; then clears the
+  // slots. Any thread may read: the calling thread's current GPU is kept.
+  std::vector<double> read();
+
+ private:
+  int device_ = 0;
+  int slots_ = 0;
+  double* mhz_ = nullptr;  // device memory, `slots_` of them
 };
 
 // One rank of a verify::Problem on the current GPU: device copies of its

@@ -19,7 +19,7 @@ GemmBaseline::GemmBaseline(const std::vector<TensorView>&, const TensorView&) {
 
 verify::Verdict GemmBaseline::check(const std::vector<double>&) { return {}; }
 
-std::vector<double> GemmBaseline::time(int) { return {}; }
+std::vector<double> GemmBaseline::time(int, const std::function<void(void*, int)>&) { return {}; }
 #else
 struct GemmBaseline::Impl {
   Impl(const TensorView& a_shape, const TensorView& device_b)
@@ -76,13 +76,15 @@ verify::Verdict GemmBaseline::check(const std::vector<double>& reference) {
   return verify::check_all_gather_matmul(host_c, nullptr, {}, reference);
 }
 
-std::vector<double> GemmBaseline::time(int count) {
+std::vector<double> GemmBaseline::time(int count,
+                                       const std::function<void(void*, int)>& after_each) {
   std::vector<Event> begin(static_cast<std::size_t>(count));
   std::vector<Event> end(static_cast<std::size_t>(count));
   for (std::size_t i = 0; i < begin.size(); ++i) {
     begin[i].record(impl_->stream.get());
     impl_->run();
     end[i].record(impl_->stream.get());
+    if (after_each) after_each(impl_->stream.get(), static_cast<int>(i));
   }
   impl_->stream.synchronize();
   std::vector<double> ms;

@@ -48,6 +48,7 @@ TEST(CliCudaFlags, CudaOnlyFlagsWithTheCpuBackendNameTheFlag) {
       {{"--backend", "cpu", "--link", "arrival", "--link-gbps", "100"},
        {"--link: only with a GPU backend"}},
       {{"--backend", "cpu", "--device", "0"}, {"--device: only with a GPU backend"}},
+      {{"--backend", "cpu", "--clocks"}, {"--clocks: only with a GPU backend"}},
       {{"--backend", "cuda", "--workers", "2"}, {"--workers: only with the cpu backend"}},
   };
   for (const BadInput& c : cases) expect_usage_error("run", c);
@@ -56,9 +57,10 @@ TEST(CliCudaFlags, CudaOnlyFlagsWithTheCpuBackendNameTheFlag) {
 // run_tool hides the GPUs, so auto picks cpu here whatever was built; a
 // cuda-only flag must then fail rather than be dropped silently.
 TEST(CliCudaFlags, AutoFallingBackToCpuRefusesCudaOnlyFlagsAndSaysWhy) {
-  for (const std::string flag : {"--link", "--device"}) {
+  for (const std::string flag : {"--link", "--device", "--clocks"}) {
     SCOPED_TRACE(flag);
-    const std::vector<std::string> args = {"run", flag, flag == "--link" ? "pcie" : "0"};
+    std::vector<std::string> args = {"run", flag};
+    if (flag != "--clocks") args.push_back(flag == "--link" ? "pcie" : "0");
     const ToolResult r = run_tool(args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_TRUE(contains(r.err, flag + ": only with a GPU backend (cuda or hip), and --backend "
@@ -191,7 +193,7 @@ TEST(CliCudaHelp, EveryHelpDocumentsTheCudaFlags) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   for (const char* word :
        {"auto|cpu|cuda|hip", "--link L", "pcie|arrival", "--link-gbps X", "(default 400)",
-        "--device N", "GPU backend only", "cpu backend only", "asynchronous", "serialized",
+        "--device N", "--clocks", "GPU backend only", "cpu backend only", "asynchronous", "serialized",
         "each call's own span", "LoopbackGroup::last_call_ms", "pinned host",
         "(i + 1) * chunk bytes / --link-gbps"}) {
     EXPECT_TRUE(contains(run.out, word)) << word;
@@ -219,6 +221,7 @@ TEST(CliCudaHelp, EveryHelpDocumentsTheCudaFlags) {
                            "--device N",
                            "--check",
                            "--json",
+                           "--clocks",
                            "--seed",
                            "--timeout-ms",
                            "cublasGemmEx",
@@ -288,6 +291,48 @@ TEST(CliCudaRun, ChecksEveryAlgorithmOnTheGpu) {
       EXPECT_TRUE(contains(algo["reason"].string, "(kernel ")) << algo["reason"].string;
     }
   }
+}
+
+// --clocks: one SM clock reading per timed round of every row (bench: and
+// of the GEMM), in the JSON and summed up below the table.
+TEST(CliCudaRun, ClocksReadTheSmClockAfterEveryTimedRound) {
+  const std::vector<std::string> problem = {"--world-size", "2", "-m", "512", "-n", "256",
+                                            "-k", "256", "--iters", "3", "--clocks"};
+  std::vector<std::string> run = {"run", "--backend", "cuda", "--link", "pcie", "--json"};
+  run.insert(run.end(), problem.begin(), problem.end());
+  const ToolResult r = run_tool(run, {kMachineGpus});
+  if (r.exit_code != 0 && cuda_unusable(r)) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto expect_readings = [](const Json& row) {
+    SCOPED_TRACE(row.has("name") ? row["name"].string : "gemm");
+    ASSERT_EQ(row["sm_clock_mhz"].array.size(), 3u);
+    for (const Json& mhz : row["sm_clock_mhz"].array) {
+      EXPECT_GT(mhz.number, 50);
+      EXPECT_LT(mhz.number, 4000);
+    }
+  };
+  for (const Json& algo : JsonParser(r.out).parse_document()["algorithms"].array) {
+    if (algo["available"].boolean) expect_readings(algo);
+  }
+
+  std::vector<std::string> bench = {"bench", "--link", "pcie", "--json"};
+  bench.insert(bench.end(), problem.begin(), problem.end());
+  const ToolResult b = run_tool(bench, {kMachineGpus});
+  ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
+  const Json link = JsonParser(b.out).parse_document()["links"][0];
+  expect_readings(link["gemm"]);
+  for (const Json& algo : link["algorithms"].array) {
+    if (algo["available"].boolean) expect_readings(algo);
+  }
+
+  std::vector<std::string> table = {"run", "--backend", "cuda", "--link", "pcie"};
+  table.insert(table.end(), problem.begin(), problem.end());
+  const ToolResult t = run_tool(table, {kMachineGpus});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_TRUE(contains(t.out, "# SM clock (MHz) after each round's last timed call, median "
+                              "(min-max):\n# "))
+      << t.out;
+  EXPECT_TRUE(contains(t.out, " decomposed ")) << t.out;
 }
 
 // Without the gathered A: native and pipelined read the rank's own chunk in

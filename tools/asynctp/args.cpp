@@ -166,6 +166,7 @@ void set_check(Args& a, const FlagValue&) { a.check = true; }
 void set_tune(Args& a, const FlagValue&) { a.tune = true; }
 void set_no_gathered(Args& a, const FlagValue&) { a.gathered = false; }
 void set_json(Args& a, const FlagValue&) { a.json = true; }
+void set_clocks(Args& a, const FlagValue&) { a.clocks = true; }
 void set_help(Args& a, const FlagValue&) { a.help = true; }
 
 const Flag kJson{"--json", nullptr, nullptr, set_json,
@@ -176,6 +177,14 @@ const Flag kTimeout{"--timeout-ms", nullptr, "T", set_timeout,
                     "bound on every cross-rank wait in ms (default:\n"
                     "ASYNCTP_WAIT_TIMEOUT_MS, else 60000)"};
 const Flag kHelp{"--help", "-h", nullptr, set_help, "this text"};
+const Flag kClocks{"--clocks", nullptr, nullptr, set_clocks,
+                   "GPU backend only (cuda): after each round's timed calls of\n"
+                   "a row, read the SM clock with a probe kernel (clock64\n"
+                   "over the global timer, about 5 us on one SM, after the\n"
+                   "row's last timed call: outside every span) and print\n"
+                   "each row's median and range below the table (JSON:\n"
+                   "sm_clock_mhz), to see whether the rows ran at the same\n"
+                   "clocks: the card slows under sustained load"};
 const Flag kNoGathered{"--no-gathered", nullptr, nullptr, set_no_gathered,
                        "all-gather-matmul only: the calls ask for C alone, not\n"
                        "the gathered A (PyTorch's return_A=False); GEMMs that\n"
@@ -239,6 +248,7 @@ const std::vector<Flag> kRunFlags = {
      "matmul-reduce-scatter: every out, within the bound of W\n"
      "summed partials; failing exits 1"},
     kJson,
+    kClocks,
     {"--trace", nullptr, "FILE", set_trace,
      "after timing, run one more call of each algorithm with\n"
      "tracing and write a Chrome trace (Perfetto,\n"
@@ -296,6 +306,7 @@ const std::vector<Flag> kBenchFlags = {
      "reference (relative Frobenius error, every element\n"
      "written, gathered A bitwise); failing exits 1"},
     kJson,
+    kClocks,
     {"--seed", nullptr, "S", set_seed,
      "seed of the random inputs (default: from the clock;\n"
      "always printed)"},
@@ -375,6 +386,7 @@ std::optional<std::string> Args::first_gpu_only_flag() const {
   if (!links.empty()) return "--link";
   if (link_gbps) return "--link-gbps";
   if (device) return "--device";
+  if (clocks) return "--clocks";
   return std::nullopt;
 }
 

@@ -67,6 +67,7 @@ struct Args {
   int warmup = 1;
   bool tune = false;  // run: auto's calls take the measured choice (Options::tune)
   bool check = false;
+  bool clocks = false;  // GPU backends: the SM clock after each round's timed calls
   bool json = false;
   bool help = false;  // --help was given: print it and do nothing else
   std::optional<std::string> trace_path;

@@ -61,6 +61,17 @@ class Backend {
     (void)total, (void)call, (void)before;
     throw std::logic_error("time_rank_calls: only a launched backend times one rank");
   }
+  // --clocks: a probe of the SM clock on held rank `rank`'s stream, after
+  // the work enqueued there so far (on the thread run() gives the rank), and
+  // its reading in MHz once that work is done (bench::ClockProbe). Only a
+  // GPU backend has a clock to read; --clocks is refused elsewhere.
+  virtual void probe_clock(int rank) {
+    (void)rank;
+    throw std::logic_error("probe_clock: only a GPU backend has an SM clock");
+  }
+  virtual double read_clock() {
+    throw std::logic_error("read_clock: only a GPU backend has an SM clock");
+  }
 
  protected:
   Problem* placed_ = nullptr;
@@ -76,6 +87,8 @@ class DeviceBackend : public Backend {
   void* stream(int rank) const noexcept override;
   void poison_outputs() override;
   void fetch_outputs() override;
+  void probe_clock(int rank) override;
+  double read_clock() override;
 
  protected:
   virtual int device_of(int rank) const = 0;  // current on the thread run() gives it
@@ -84,6 +97,7 @@ class DeviceBackend : public Backend {
 
  private:
   std::vector<std::unique_ptr<bench::DeviceRank>> ranks_;
+  std::unique_ptr<bench::ClockProbe> clock_;  // made by the first probe, on its rank's GPU
 };
 
 // The backend --backend names (auto: this binary's GPU backend when built in

@@ -1,6 +1,8 @@
 // `asynctp bench` on the CUDA backend: for each link, the per-rank time of
 // native, pipelined and decomposed, and T_gemm, one library GEMM (cuBLAS) of
 // rank 0's whole GEMM: the figures overlap efficiency is made of.
+#include <optional>
+
 #include "asynctp/bench.hpp"
 #include "asynctp/error.hpp"
 #include "asynctp/verify.hpp"
@@ -64,6 +66,10 @@ void measure_link(const Args& all, LinkChoice link, Problem& problem, Progress& 
     gemm_row.check = verify::summarize({gemm.check(problem.gemm_reference())});
   }
   const int gemms_per_round = link == LinkChoice::nccl ? 1 : args.world_size;
+  // --clocks: the rows probe through the backend (time_row); the GEMM's
+  // probe follows its round's last timed GEMM, on rank 0's GPU with it.
+  std::optional<bench::ClockProbe> gemm_clocks;
+  if (args.clocks) gemm_clocks.emplace(1);
 
   // Round 0 is the warmup: each measurement's untimed iterations. A round's
   // measurements are the timed rows, then the GEMM (index timed.size()), in
@@ -78,12 +84,18 @@ void measure_link(const Args& all, LinkChoice link, Problem& problem, Progress& 
       if (which < timed.size()) {
         Row& row = rows[timed[which]];
         time_row(row, *backend, options_for(args, row.algorithm), warmup ? args.warmup : kLeadCalls,
-                 warmup ? 0 : 1, progress, label_of(link, row.label) + of);
+                 warmup ? 0 : 1, progress, label_of(link, row.label) + of,
+                 args.clocks);
         continue;
       }
       progress.set(label_of(link, "cublas") + (warmup ? "warmup" : of));
-      const std::vector<double> ms = gemm.time((warmup ? args.warmup : 1) * gemms_per_round);
+      const int count = (warmup ? args.warmup : 1) * gemms_per_round;
+      const bool probed = gemm_clocks && !warmup;
+      const std::vector<double> ms = gemm.time(count, [&](void* stream, int i) {
+        if (probed && i == count - 1) gemm_clocks->record(stream, 0);
+      });
       if (!warmup) gemm_row.iteration_ms.insert(gemm_row.iteration_ms.end(), ms.begin(), ms.end());
+      if (probed) gemm_row.clock_mhz.push_back(gemm_clocks->read().front());
     }
   }
   gemm_row.median_ms = bench::median(gemm_row.iteration_ms);

@@ -59,9 +59,11 @@ void check_row(Row& row, Backend& backend, const Options& options, Progress& pro
 // `warmup` untimed then `iters` timed calls (the group's rule,
 // RankGroup::time_calls; under a launcher Backend::time_rank_calls) into the
 // row's times, with progress lines prefixed by `label`; returns what rank 0's
-// calls ran.
+// calls ran. With `clocks` (and iters > 0) a probe of the SM clock follows
+// the last held rank's last call, when nothing timed runs beside it
+// (Backend::probe_clock), into row.clock_mhz.
 RunInfo time_row(Row& row, Backend& backend, const Options& options, int warmup, int iters,
-                 Progress& progress, const std::string& label);
+                 Progress& progress, const std::string& label, bool clocks = false);
 
 // Prints the table or JSON (where this process reports); the exit status.
 int print_report(const Report& report, bool reports);

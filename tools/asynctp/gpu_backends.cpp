@@ -43,8 +43,16 @@ void DeviceBackend::fetch_outputs() {
   run([&](Comm& comm) { ranks_[static_cast<std::size_t>(comm.rank())]->download_outputs(); });
 }
 
+void DeviceBackend::probe_clock(int rank) {
+  if (!clock_) clock_ = std::make_unique<bench::ClockProbe>(1);
+  clock_->record(stream(rank), 0);
+}
+
+double DeviceBackend::read_clock() { return clock_ ? clock_->read().front() : 0.0; }
+
 // Nothing is worth reporting from a failure to free at exit.
 void DeviceBackend::release() noexcept {
+  clock_.reset();
   try {
     run([&](Comm& comm) { ranks_.at(static_cast<std::size_t>(comm.rank())).reset(); });
   } catch (...) {

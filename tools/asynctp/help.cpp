@@ -143,12 +143,13 @@ std::string main_help() {
              "  --seed S  --timeout-ms T  --no-gathered\n"
              "  cpu backend only:  --workers P\n"
              "  GPU backend only: --link pcie|arrival|nccl  --link-gbps X  --device N\n"
+             "                    --clocks\n"
              "\n"
              "bench flags (see `asynctp bench --help` for details):\n"
              "  --op OP  --link pcie|arrival|both|nccl  --link-gbps X  --world-size W\n"
              "  -m M  -n N  -k K\n"
              "  --b-layout row|col  --iters N  --warmup N  --device N  --check  --json\n"
-             "  --seed S  --timeout-ms T  --no-gathered\n"
+             "  --clocks  --seed S  --timeout-ms T  --no-gathered\n"
              "\n") +
          kAlgoHelp + "\n" + kCudaHelp + "\n" + kLinkHelp + "\n" + kEnvHelp +
          "\n"

@@ -200,7 +200,8 @@ int run_command(Args args, const std::string& command_line) {
                                  ? std::max(args.warmup, kMaxTuningCalls + 1)
                                  : args.warmup;
       const RunInfo ran = time_row(row, *backend, options, warmup ? row_warmup : kLeadCalls,
-                                   warmup ? 0 : 1, progress, labels[i] + of);
+                                   warmup ? 0 : 1, progress, labels[i] + of,
+                                   args.clocks);
       if (!plans[i].forced) {  // name what rank 0's calls ran, and why
         row.algorithm = ran.algorithm;
         row.label = std::string("auto -> ") + to_string(ran.algorithm);
@@ -276,11 +277,16 @@ void check_row(Row& row, Backend& backend, const Options& options, Progress& pro
 }
 
 RunInfo time_row(Row& row, Backend& backend, const Options& options, int warmup, int iters,
-                 Progress& progress, const std::string& label) {
+                 Progress& progress, const std::string& label, bool clocks) {
   RunInfo rank0;
-  const RankCall call = [&](Comm& comm, int) {
+  const int total = warmup + iters;
+  int last_rank = backend.world_size() - 1;
+  while (!backend.holds(last_rank)) --last_rank;
+  const bool probed = clocks && iters > 0;
+  const RankCall call = [&](Comm& comm, int i) {
     const RunInfo info = enqueue_call(backend, comm, options);
     if (comm.rank() == 0) rank0 = info;
+    if (probed && comm.rank() == last_rank && i == total - 1) backend.probe_clock(last_rank);
   };
   const BeforeIteration before = [&](int i, std::optional<double> last_ms) {
     std::string status = label;
@@ -296,7 +302,6 @@ RunInfo time_row(Row& row, Backend& backend, const Options& options, int warmup,
   };
   // The group's rule times every rank (asynctp/group.hpp); under a launcher
   // the backend times this process's rank.
-  const int total = warmup + iters;
   std::vector<double> ms;
   if (RankGroup* group = backend.group()) {
     std::vector<void*> streams;
@@ -307,6 +312,7 @@ RunInfo time_row(Row& row, Backend& backend, const Options& options, int warmup,
   }
   row.iteration_ms.insert(row.iteration_ms.end(), ms.begin() + warmup, ms.end());
   row.median_ms = bench::median(row.iteration_ms);
+  if (probed) row.clock_mhz.push_back(backend.read_clock());
   return rank0;
 }
 

@@ -262,6 +262,21 @@ std::string link_footer(const Report& r, LinkChoice link) {
   return out + "\n";
 }
 
+// --clocks: each row's SM clock after its timed rounds, median (min-max).
+std::string clocks_footer(const Report& r) {
+  if (!r.args.clocks) return "";
+  std::string out;
+  for (const Row& row : r.rows) {
+    if (row.clock_mhz.empty()) continue;
+    const auto [low, high] = std::minmax_element(row.clock_mhz.begin(), row.clock_mhz.end());
+    out += format("%s %s%s %.0f (%.0f-%.0f)", out.empty() ? "#" : ";",
+                  row.link.empty() ? "" : (row.link + " ").c_str(), row.label.c_str(),
+                  bench::median(row.clock_mhz), *low, *high);
+  }
+  return "# SM clock (MHz) after each round's last timed call, median (min-max):\n" +
+         (out.empty() ? std::string("# none recorded") : out) + "\n";
+}
+
 std::string check_footer(const Report& r) {
   const Args& a = r.args;
   if (!a.check) return "# check: not run (add --check to compare against a float64 reference)\n";
@@ -344,6 +359,7 @@ void json_run_row(JsonWriter& j, const Report& r, const Row& row) {
   j.field("median_ms", when(row.available, row.median_ms));
   j.field("predicted_ms", when(row.available && row.predicted_ms > 0, row.predicted_ms));
   j.field("iteration_ms", row.iteration_ms);
+  j.field("sm_clock_mhz", when(r.args.clocks, row.clock_mhz));
   j.field("tflops_per_rank", when(row.available, tflops(r, row)));
   j.field("speedup_vs_decomposed", speedup(r, row));
   json_check(j, row);
@@ -361,6 +377,7 @@ void json_bench_row(JsonWriter& j, const Report& r, const Row& row) {
   if (row.available) {
     j.field("median_ms", row.median_ms);
     j.field("iteration_ms", row.iteration_ms);
+    j.field("sm_clock_mhz", when(r.args.clocks, row.clock_mhz));
     j.field("tflops", tflops(r, row));
     json_check(j, row);
   }
@@ -491,6 +508,7 @@ std::string format_table(const Report& r) {
            r.planner_reason + "\n";
     out += predicted_footer(r);
   }
+  out += clocks_footer(r);
   out += check_footer(r);
   if (r.trace_written) {
     out += "# trace written to " + *r.trace_written +

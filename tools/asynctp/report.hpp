@@ -39,6 +39,7 @@ struct Row {
   std::vector<double> iteration_ms;
   double median_ms = 0;
   double predicted_ms = 0;           // the planner's cost model (RunInfo::predicted_ms); 0: none
+  std::vector<double> clock_mhz;     // --clocks: the SM clock after each timed round
   std::optional<CheckResult> check;  // with --check
 };
 
