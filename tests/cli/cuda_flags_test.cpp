@@ -311,7 +311,8 @@ TEST(CliCudaRun, ClocksReadTheSmClockAfterEveryTimedRound) {
       EXPECT_LT(mhz.number, 4000);
     }
   };
-  for (const Json& algo : JsonParser(r.out).parse_document()["algorithms"].array) {
+  const Json doc = JsonParser(r.out).parse_document();
+  for (const Json& algo : doc["algorithms"].array) {
     if (algo["available"].boolean) expect_readings(algo);
   }
 
