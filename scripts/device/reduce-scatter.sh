@@ -8,7 +8,7 @@
 #   reduction-cost   the reduction kernel alone vs a device copy of its bytes
 #   targets          `asynctp bench --op matmul-reduce-scatter`, W = 8, both
 #                    loopback links, the row-parallel target shapes (--check
-#                    on 8192 x 8192 x 1024)
+#                    on 8192 x 8192 x 1024), with each row's SM clock (--clocks)
 # Build here first (scripts/build-device-bundle), then carry .devbin.
 #
 #   scripts/device/reduce-scatter.sh [step...]     default: every step
@@ -35,7 +35,7 @@ targets() {
     [ "$shape" = "8192 8192 1024" ] && check=(--check)
     echo "### M=$1 N=$2 k=$3"
     "$bin/asynctp" bench --op matmul-reduce-scatter --world-size 8 -m "$1" -n "$2" -k "$3" \
-      --link both --iters 10 --warmup 2 "${check[@]}" || echo "### exit $?"
+      --link both --iters 10 --warmup 2 --clocks "${check[@]}" || echo "### exit $?"
   done
 }
 
