@@ -1,7 +1,9 @@
 #include "core/tuning.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
+#include "core/log.hpp"
 #include "core/planner.hpp"
 #include "core/planner_model.hpp"
 
@@ -10,6 +12,11 @@ namespace {
 
 // Entry arrays are indexed by the concrete algorithms' order.
 std::size_t slot_of(Algorithm a) { return static_cast<std::size_t>(a) - 1; }
+
+// Runs of `a` whose time was read.
+int runs_read(const std::array<std::vector<double>, 3>& times, Algorithm a) {
+  return static_cast<int>(times[slot_of(a)].size());
+}
 
 bool concrete(Algorithm a) {
   return a == Algorithm::native || a == Algorithm::pipelined || a == Algorithm::decomposed;
@@ -68,16 +75,23 @@ TuneVerdict choose(const std::vector<TuneProposal>& proposals, int runs) {
   if (mean) {
     // The slowest rank's times too, without their unit, so that a reader of
     // the reason sees how far the ranks spread.
-    v.reason += " (the mean over ranks of each rank's best of " + std::to_string(runs) +
+    v.reason += " (the mean over ranks of each rank's lower median of " + std::to_string(runs) +
                 " calls; the slowest rank's: " + listed(slowest, "") + "; kept for this problem)";
   } else {
-    v.reason += " (the slowest rank's best of " + std::to_string(runs) +
+    v.reason += " (the slowest rank's lower median of " + std::to_string(runs) +
                 " calls each; kept for this problem)";
   }
   return v;
 }
 
 }  // namespace
+
+double lower_median(std::vector<double> ms) {
+  if (ms.empty()) return 0;
+  const auto middle = ms.begin() + static_cast<std::ptrdiff_t>((ms.size() - 1) / 2);
+  std::nth_element(ms.begin(), middle, ms.end());
+  return *middle;
+}
 
 int tune_runs_per_candidate(double largest_flops) noexcept {
   return largest_flops < kShortCallFlops ? kShortCallTuneRuns : kTuneRunsPerCandidate;
@@ -149,7 +163,7 @@ TuneProposal CallTuner::propose(const ProblemDesc& problem, Algorithm planned, u
   // follows the same algorithm's (a GEMM-bound call right after a long
   // link-bound one meets other clocks than after another GEMM-bound one).
   const auto done = [&](Algorithm a) {
-    return std::max(e.started[slot_of(a)], e.runs[slot_of(a)]);
+    return std::max(e.started[slot_of(a)], runs_read(e.times, a));
   };
   int fewest = e.runs_wanted;
   for (Algorithm a : e.candidates) fewest = std::min(fewest, done(a));
@@ -169,20 +183,26 @@ TuneProposal CallTuner::propose(const ProblemDesc& problem, Algorithm planned, u
   // Every run started; a time not yet read leaves nothing to propose (the
   // call flow reads them first: waits_for_times).
   for (Algorithm a : e.candidates) {
-    if (e.runs[slot_of(a)] < e.runs_wanted) return p;
+    if (runs_read(e.times, a) < e.runs_wanted) return p;
   }
   p.step = TuneStep::complete;
-  for (Algorithm a : e.candidates) p.times.push_back({a, e.best[slot_of(a)]});
+  for (Algorithm a : e.candidates) p.times.push_back({a, lower_median(e.times[slot_of(a)])});
   return p;
 }
 
 void CallTuner::measured(const ProblemDesc& problem, Algorithm algorithm, double ms) {
   if (!concrete(algorithm)) return;
   Entry& e = entries_[key_of(problem)];
-  int& runs = e.runs[slot_of(algorithm)];
-  double& best = e.best[slot_of(algorithm)];
-  best = runs == 0 ? ms : std::min(best, ms);
-  ++runs;
+  std::vector<double>& times = e.times[slot_of(algorithm)];
+  times.push_back(ms);
+  // Each call's time, so that another statistic of the same calls can be
+  // replayed from a log (ASYNCTP_DEBUG=INFO).
+  if (log_enabled(LogLevel::info)) {
+    char took[64];
+    std::snprintf(took, sizeof took, " call %zu took %.4f ms; ", times.size(), ms);
+    log(LogLevel::info, problem.rank,
+        "measured choice: " + std::string(to_string(algorithm)) + took + problem.to_string());
+  }
 }
 
 std::optional<int> CallTuner::start(const ProblemDesc& problem, Algorithm algorithm, int runs) {
@@ -251,8 +271,9 @@ bool CallTuner::waits_for_times(const ProblemDesc& problem) const {
   bool unread = false;
   for (Algorithm a : e.candidates) {
     const std::size_t i = slot_of(a);
-    if (std::max(e.started[i], e.runs[i]) < e.runs_wanted) return false;
-    unread = unread || e.runs[i] < e.runs_wanted;
+    const int read = runs_read(e.times, a);
+    if (std::max(e.started[i], read) < e.runs_wanted) return false;
+    unread = unread || read < e.runs_wanted;
   }
   return unread;
 }

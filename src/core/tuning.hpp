@@ -34,10 +34,17 @@ namespace asynctp::core {
 
 // Calls per candidate. The first run of an algorithm may pay one-time costs
 // (a library handle, a workspace, a kernel's first load), so each gets at
-// least two and its best is kept. Short calls get more: under about a tenth
-// of a millisecond the algorithms lie within 5-15 % of each other while one
-// algorithm's time moves 5-10 % from call to call (bench/NOTES.md), and the
-// best of two does not see through that.
+// least two. Short calls get more: under about a tenth of a millisecond the
+// algorithms lie within 5-15 % of each other while one algorithm's time
+// moves 5-10 % from call to call (bench/NOTES.md), and two calls do not see
+// through that.
+//
+// A candidate's time is the lower median of its calls (the lower of the two
+// middle ones): of two calls the faster, so that one call's one-time costs
+// do not count; of six the third fastest, so that neither a first call's
+// costs nor one lucky call decides. The benchmark that judges the choice
+// reports each algorithm's median over its calls; a candidate whose calls
+// spread widely is charged its typical call, not its luckiest.
 inline constexpr int kTuneRunsPerCandidate = 2;
 inline constexpr int kShortCallTuneRuns = 6;
 // A call is short where the group's largest GEMM does fewer flops than this
@@ -57,7 +64,7 @@ inline constexpr int kTimedCallSlots = kMaxTuningCalls + 6;
 enum class TuneStep : std::uint8_t {
   none,      // nothing to measure (tuning off, or one candidate)
   measure,   // run `algorithm` and time it
-  complete,  // every candidate timed: `times` holds this rank's best of each
+  complete,  // every candidate timed: `times` holds this rank's lower median of each
   kept,      // the group chose `algorithm` for this problem
 };
 
@@ -69,6 +76,10 @@ enum class TuneStep : std::uint8_t {
 // their spans: there the slowest rank's time charges a candidate for how its
 // ranks' spans spread, which the benchmark does not (bench/NOTES.md).
 enum class GroupTime : std::uint8_t { slowest_rank, mean_over_ranks };
+
+// The lower median of `ms` (the lower of the two middle values; 0 when
+// empty): the statistic a candidate's calls are ranked by.
+double lower_median(std::vector<double> ms);
 
 struct TunedTime {
   Algorithm algorithm = Algorithm::decomposed;
@@ -169,9 +180,8 @@ class CallTuner {
   using Key = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t, int, int, bool>;
   struct Entry {
     std::vector<Algorithm> candidates;
-    std::array<int, 3> started{};             // runs started, read or not; by Algorithm's value
-    std::array<int, 3> runs{};                // runs whose time was read
-    std::array<double, 3> best{};             // ms, valid where runs > 0
+    std::array<int, 3> started{};                // runs started, read or not; by Algorithm's value
+    std::array<std::vector<double>, 3> times{};  // ms of each run whose time was read
     int runs_wanted = kTuneRunsPerCandidate;  // per candidate, as the group said
     std::optional<Algorithm> kept;
     std::string kept_reason;

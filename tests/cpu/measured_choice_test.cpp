@@ -86,7 +86,7 @@ void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
   EXPECT_TRUE(contains(chose.reason, "measured choice: native ")) << chose.reason;
   EXPECT_TRUE(contains(chose.reason, "pipelined ")) << chose.reason;
   EXPECT_TRUE(contains(chose.reason, "decomposed ")) << chose.reason;
-  EXPECT_TRUE(contains(chose.reason, "best of 6 calls")) << chose.reason;
+  EXPECT_TRUE(contains(chose.reason, "lower median of 6 calls")) << chose.reason;
   EXPECT_TRUE(contains(chose.reason, "kept for this problem")) << chose.reason;
   // Later calls keep the choice and say what it was made of.
   EXPECT_EQ(infos[measuring + 1].algorithm, chose.algorithm);

@@ -91,7 +91,7 @@ void expect_measured_then_kept(const std::vector<RunInfo>& infos) {
   }
   const std::string& chose = infos[measuring].reason;
   std::printf("  %s\n", chose.c_str());
-  EXPECT_NE(chose.find("best of 6 calls"), std::string::npos) << chose;
+  EXPECT_NE(chose.find("lower median of 6 calls"), std::string::npos) << chose;
   // The loopback's benchmark times a call as the mean over its ranks.
   EXPECT_NE(chose.find("the mean over ranks"), std::string::npos) << chose;
   for (Algorithm candidate : candidates) {

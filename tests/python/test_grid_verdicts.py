@@ -28,12 +28,12 @@ def run_json(native, pipelined, decomposed, auto_algo, auto_ms, tuned=None, col=
     reason = "the planner's rules"
     if tuned and slowest:
         reason = ("measured choice: " + ", ".join("%s %.3f ms" % kv for kv in tuned.items())
-                  + " (the mean over ranks of each rank's best of 6 calls; the slowest rank's: "
+                  + " (the mean over ranks of each rank's lower median of 6 calls; the slowest rank's: "
                   + ", ".join("%s %.3f" % kv for kv in slowest.items())
                   + "; kept for this problem)")
     elif tuned:
         reason = ("measured choice: " + ", ".join("%s %.3f ms" % kv for kv in tuned.items())
-                  + " (the slowest rank's best of 6 calls each; kept for this problem)")
+                  + " (the slowest rank's lower median of 6 calls each; kept for this problem)")
     rows.append({"name": "auto -> " + auto_algo, "algorithm": auto_algo, "available": True,
                  "median_ms": auto_ms, "reason": reason, "measured_choice": bool(tuned)})
     return {"M": 8192, "N": 1280, "K": 2048, "world_size": 8, "link": "arrival",
