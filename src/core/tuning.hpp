@@ -182,7 +182,7 @@ class CallTuner {
     std::vector<Algorithm> candidates;
     std::array<int, 3> started{};                // runs started, read or not; by Algorithm's value
     std::array<std::vector<double>, 3> times{};  // ms of each run whose time was read
-    int runs_wanted = kTuneRunsPerCandidate;  // per candidate, as the group said
+    int runs_wanted = kTuneRunsPerCandidate;     // per candidate, as the group said
     std::optional<Algorithm> kept;
     std::string kept_reason;
   };

@@ -331,7 +331,8 @@ TEST(ResolveTuning, ChoosesTheLeastMeanOverRanksWhereEveryRankTimesSo) {
   EXPECT_EQ(v.action, TuneAction::choose);
   EXPECT_EQ(v.algorithm, Algorithm::native);
   EXPECT_NE(v.reason.find("native 2.000 ms, pipelined 2.050 ms"), std::string::npos) << v.reason;
-  EXPECT_NE(v.reason.find("the mean over ranks of each rank's lower median of 6 calls"), std::string::npos)
+  EXPECT_NE(v.reason.find("the mean over ranks of each rank's lower median of 6 calls"),
+            std::string::npos)
       << v.reason;
   // The slowest rank's times stand beside them, without a unit.
   EXPECT_NE(v.reason.find("the slowest rank's: native 3.000, pipelined 2.100;"), std::string::npos)
@@ -339,7 +340,8 @@ TEST(ResolveTuning, ChoosesTheLeastMeanOverRanksWhereEveryRankTimesSo) {
   // One rank that times by its slowest rank makes the group do so.
   const TuneVerdict mixed = resolve_tuning({complete_mean(1.0, 2.0), complete(3.0, 2.1)});
   EXPECT_EQ(mixed.algorithm, Algorithm::pipelined);
-  EXPECT_NE(mixed.reason.find("the slowest rank's lower median of"), std::string::npos) << mixed.reason;
+  EXPECT_NE(mixed.reason.find("the slowest rank's lower median of"), std::string::npos)
+      << mixed.reason;
 }
 
 TEST(CallTuner, ProposalsSayHowTheTransportTimesTheGroup) {
