@@ -25,6 +25,10 @@ import re
 import statistics
 import sys
 
+# The verdict rule and the run's point are grid_verdicts.py's, beside this file.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grid_verdicts  # noqa: E402
+
 LINE = re.compile(r"\[(\d+)\] asynctp INFO measured choice: (native|pipelined|decomposed) "
                   r"call \d+ took ([0-9.]+) ms; (.*)$")
 
@@ -42,13 +46,14 @@ STATISTICS = {
 
 
 def point(path):
-    r = json.load(open(path))
-    rows = {a["algorithm"]: a["median_ms"] for a in r["algorithms"]
-            if a["available"] and not a["name"].startswith("auto")}
-    calls = {}  # algorithm -> rank -> [ms]
+    """grid_verdicts.point of the run, with its logged measuring calls
+    (algorithm -> rank -> [ms]) and each statistic's pick; None where the
+    run has no verdict or no log of two candidates."""
+    p = grid_verdicts.point(json.load(open(path)))
     err = path + ".err"
-    if not os.path.exists(err) or not rows:
+    if p is None or not os.path.exists(err):
         return None
+    calls = {}
     for line in open(err):
         m = LINE.search(line)
         if m:
@@ -56,23 +61,21 @@ def point(path):
             calls.setdefault(algorithm, {}).setdefault(rank, []).append(ms)
     if len(calls) < 2:
         return None
-    name = "%s W=%s %s %sx%sx%s%s" % (
-        "ag" if r["op"].startswith("all") else "rs", r["world_size"],
-        r.get("link", "-") + ("-%g" % r["link_gbps"] if r.get("link_gbps") else ""),
-        r["M"], r["N"], r["K"], ":col" if r["b_layout"] == "col" else "")
-    return {"name": name, "rows": rows, "calls": calls}
+    p["calls"] = calls
+    p["picks"] = {label: pick(calls, statistic) for label, statistic in STATISTICS.items()}
+    return p
 
 
-def pick(p, statistic):
+def pick(calls, statistic):
+    """The least group time: each rank's calls reduced by `statistic`, the
+    ranks by their mean (the loopback group's rule)."""
     group = {a: statistics.mean(statistic(ms) for ms in ranks.values())
-             for a, ranks in p["calls"].items()}
-    return min(group, key=group.get), group
+             for a, ranks in calls.items()}
+    return min(group, key=group.get)
 
 
 def passes(p, algorithm):
-    rows = p["rows"]
-    t = rows.get(algorithm)
-    return t is not None and t <= 1.03 * min(rows.values()) and t <= 1.02 * rows["decomposed"]
+    return algorithm in p["forced"] and grid_verdicts.ok(p["forced"][algorithm], p["forced"])
 
 
 def main(dirs):
@@ -86,23 +89,23 @@ def main(dirs):
         sys.exit("no point with logged measuring calls (run planner-grid.sh -t with ASYNCTP_DEBUG=INFO)")
     print("# %d points; verdict at the pick's forced row; ranked = the pick is the fastest row" %
           len(points))
-    for label, statistic in STATISTICS.items():
-        ok = sum(passes(p, pick(p, statistic)[0]) for p in points)
-        ranked = sum(pick(p, statistic)[0] == min(p["rows"], key=p["rows"].get) for p in points)
+    for label in STATISTICS:
+        ok = sum(passes(p, p["picks"][label]) for p in points)
+        ranked = sum(p["picks"][label] == min(p["forced"], key=p["forced"].get) for p in points)
         print("%-13s %3d / %d pass, %3d ranked as the rows" % (label, ok, len(points), ranked))
     print("# points where some statistic misses (rows n/p/d; each statistic's pick)")
     for p in points:
-        picks = {label: pick(p, s)[0] for label, s in STATISTICS.items()}
-        if all(passes(p, a) for a in picks.values()):
+        if all(passes(p, a) for a in p["picks"].values()):
             continue
-        rows = "/".join("%.3f" % p["rows"][a] if a in p["rows"] else "-"
+        rows = "/".join("%.3f" % p["forced"][a] if a in p["forced"] else "-"
                         for a in ("native", "pipelined", "decomposed"))
         spread = "; ".join("%s %.3f-%.3f" % (a[0], min(min(v) for v in r.values()),
                                              max(max(v) for v in r.values()))
                            for a, r in sorted(p["calls"].items()))
-        print("%-34s %s  %s  calls: %s" % (p["name"], rows, " ".join(
+        name = "W=%s %s %s" % (p["W"], p["link"], p["shape"])
+        print("%-34s %s  %s  calls: %s" % (name, rows, " ".join(
             "%s=%s%s" % (label.replace(" ", "-"), a[0], "" if passes(p, a) else "!")
-            for label, a in picks.items()), spread))
+            for label, a in p["picks"].items()), spread))
 
 
 if __name__ == "__main__":
