@@ -32,6 +32,19 @@ void clear_slots(double* mhz, std::size_t bytes) {
   gpu::check(cudaMemset(mhz, 0, bytes), "memset (clock probe slots)");
   gpu::check(rt::device_synchronize(), "device synchronize (clock probe slots)");
 }
+
+// The probe's device for one read, the caller's restored on every way out:
+// a failed copy must not leave the caller on another GPU.
+class OnDevice {
+ public:
+  explicit OnDevice(int device) : caller_(current_device()) { set_device(device); }
+  ~OnDevice() { (void)rt::set_device(caller_); }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+
+ private:
+  int caller_;
+};
 }  // namespace
 
 ClockProbe::ClockProbe(int slots) : device_(current_device()), slots_(slots) {
@@ -60,13 +73,11 @@ void ClockProbe::record(void* stream, int slot) {
 std::vector<double> ClockProbe::read() {
   std::vector<double> mhz(static_cast<std::size_t>(slots_));
   const std::size_t bytes = sizeof(double) * mhz.size();
-  const int caller_device = current_device();
-  set_device(device_);
+  const OnDevice on_device(device_);
   gpu::check(rt::device_synchronize(), "device synchronize (clock probe)");
   gpu::check(cudaMemcpy(mhz.data(), mhz_, bytes, cudaMemcpyDeviceToHost),
              "copy (clock probe slots)");
   clear_slots(mhz_, bytes);
-  set_device(caller_device);
   return mhz;
 }
 #endif
