@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,7 +22,10 @@ namespace asynctp::verify {
 
 // A stream of N(0, 1) draws. Pairs (seed, stream) that differ in either give
 // unrelated streams, so rank r of a run seeded s draws from Random(s, r) and
-// the same seed always gives the same inputs.
+// the same seed always gives the same inputs. Draw i of a stream is a
+// function of (seed, stream, i) alone (a counter-based generator), so any
+// thread may draw any block of a stream, and the values do not depend on how
+// the blocks are shared out.
 class Random {
  public:
   Random(std::uint64_t seed, std::uint64_t stream);
@@ -31,9 +33,17 @@ class Random {
   // memory order, each rounded to nearest even in the tensor's dtype.
   // Throws Error(invalid_argument) for a view with gaps between elements.
   void fill_normal(const TensorView& host);
+  // What fill_normal writes into elements [begin, end) of the tensor's
+  // memory order, without moving on; a whole tensor filled by parts and then
+  // skip(host.numel()) leaves the stream where fill_normal would. Throws
+  // Error(invalid_argument) for a view with gaps or a range outside it.
+  void fill_normal_part(const TensorView& host, std::int64_t begin, std::int64_t end) const;
+  // Moves on past `count` draws.
+  void skip(std::int64_t count) noexcept { drawn_ += static_cast<std::uint64_t>(count); }
 
  private:
-  std::mt19937_64 engine_;
+  std::uint64_t key_;
+  std::uint64_t drawn_ = 0;  // draws handed out so far
 };
 
 // Fills a host tensor with a NaN bit pattern that no computation produces
@@ -156,11 +166,12 @@ struct RankTensors {
   std::vector<Named> outputs;
 };
 
-// What every op's problem shares: every rank's host tensors (each rank's
-// memory first touched by the thread that fills it), their references and
-// checks. The host work (filling, references, checks) runs on at most the
-// machine's hardware threads, so that many ranks do not mean as many float64
-// GEMMs in memory. The op's own part is its tensors, call, reference and check.
+// What every op's problem shares: every rank's host tensors, their
+// references and checks. The host work runs on at most the machine's
+// hardware threads: the inputs are drawn in blocks on all of them; the
+// references and checks one rank per thread, so that many ranks do not mean
+// as many float64 GEMMs in memory. The op's own part is its tensors, call,
+// reference and check.
 class Problem {
  public:
   virtual ~Problem();

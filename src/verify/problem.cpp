@@ -92,10 +92,32 @@ TensorView Problem::allocate(std::int64_t rows, std::int64_t cols, bool col_majo
 
 void Problem::add_rank(RankTensors tensors) { state_->ranks.push_back(std::move(tensors)); }
 
+// Every rank's inputs in blocks on every hardware thread: drawing is most of
+// a large run's setup, and a block's draws depend on its place in its
+// rank's stream alone, so the values are those of one thread per rank.
 void Problem::fill_inputs(std::uint64_t seed) {
-  state_->for_each_rank([&](int r) {
+  constexpr std::int64_t kBlock = std::int64_t{1} << 20;
+  struct Block {
+    const TensorView* view;
+    Random stream;  // its rank's, at the tensor's first draw
+    std::int64_t begin, end;
+  };
+  std::vector<Block> blocks;
+  for (int r = 0; r < state_->shape.world_size; ++r) {
     Random random(seed, static_cast<std::uint64_t>(r));
-    for (const RankTensors::Named& input : tensors(r).inputs) random.fill_normal(input.view);
+    for (const RankTensors::Named& input : tensors(r).inputs) {
+      const std::int64_t count = input.view.numel();
+      for (std::int64_t begin = 0; begin < count; begin += kBlock) {
+        blocks.push_back({&input.view, random, begin, std::min(count, begin + kBlock)});
+      }
+      random.skip(count);
+    }
+  }
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int count = static_cast<int>(blocks.size());
+  parallel_for(std::min(hardware, count), count, [&](int i) {
+    const Block& block = blocks[static_cast<std::size_t>(i)];
+    block.stream.fill_normal_part(*block.view, block.begin, block.end);
   });
 }
 
