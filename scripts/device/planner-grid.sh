@@ -104,12 +104,17 @@ for world in $worlds; do
       # next, more than the verdict's 3 %: five times the iterations there.
       point_iters=$iters
       (( 2 * m * n * k < 200000000000 )) && point_iters=$((iters * 5))
+      started=$(date +%s.%N)
       if ! timeout 120 "$bin/asynctp" run --backend cuda --op "$op" --world-size "$world" \
         --link "$link" "${extra[@]}" -m "$m" -n "$n" -k "$k" --iters "$point_iters" --warmup 2 "${tune[@]}" --json \
         >"$json" 2>"$json.err"; then
         echo "$op $world $tag $shape failed: $(tail -n 1 "$json.err")"
         continue
       fi
+      # Each point's wall time (the process's setup included), to see where a
+      # slice's minutes go; the setup steps over 1.5 s are in $json.err.
+      awk -v from="$started" -v to="$(date +%s.%N)" -v point="$op $world $tag $shape" \
+        'BEGIN { printf "%s %.1f s\n", point, to - from }' >>"$OUT/grid-wall.txt"
       python3 scripts/device/grid_points.py "$json" >>"$OUT/grid-measured.txt"
       python3 - "$json" "$op" "$world" "$tag" "$shape" "$points" <<'PY'
 import json, sys
