@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Replays the measured choice's calls under several statistics, against the
-forced rows of the same runs.
+"""Replays the measured choice's calls under several policies (a statistic,
+and how close a candidate may come to decomposed before decomposed is kept),
+against the forced rows of the same runs.
 
 planner-grid.sh -t, run with ASYNCTP_DEBUG=INFO, leaves beside each point's
 `asynctp run --json` file (grid-*.json) its log (grid-*.json.err), where the
@@ -10,13 +11,14 @@ tuner logs each measuring call's time:
 
 For each point this takes every rank's calls of each candidate, reduces them
 per rank by a statistic (best, lower median, median, mean), combines the
-ranks as the loopback group does (the mean over ranks), and picks the least.
-A statistic's pick passes where the pick's forced row is within 3 % of the
+ranks as the loopback group does (the mean over ranks), and picks the least
+(one policy keeps decomposed unless the least beats it by 2 %).
+A policy's pick passes where the pick's forced row is within 3 % of the
 fastest forced row and at most 2 % slower than decomposed (the grid's
-verdict, judged at the pick's forced row, so that all statistics are judged
+verdict, judged at the pick's forced row, so that all policies are judged
 on the same rows).
 
-    tuner_statistics.py OUT_DIR...     a line per statistic, then the misses
+    tuner_statistics.py OUT_DIR...     a line per policy, then the misses
 """
 import glob
 import json
@@ -37,17 +39,23 @@ def lower_median(xs):
     return sorted(xs)[(len(xs) - 1) // 2]
 
 
-STATISTICS = {
-    "best": min,
-    "lower median": lower_median,
-    "median": statistics.median,
-    "mean": statistics.mean,
-}
+# (label, tag in the misses' lines, the statistic per rank, the margin by
+# which a candidate must beat decomposed to be kept over it). A margin of
+# 2 % costs nothing by the verdict's rule (decomposed within 2 % of the least
+# is within 3 % of it) and keeps decomposed where the measuring calls cannot
+# tell it from the least.
+POLICIES = [
+    ("best", "best", min, 0.0),
+    ("lower median", "lm", lower_median, 0.0),
+    ("median", "median", statistics.median, 0.0),
+    ("mean", "mean", statistics.mean, 0.0),
+    ("lower median, ties to decomposed (2 %)", "lm-d2", lower_median, 0.02),
+]
 
 
 def point(path):
     """grid_verdicts.point of the run, with its logged measuring calls
-    (algorithm -> rank -> [ms]) and each statistic's pick; None where the
+    (algorithm -> rank -> [ms]) and each policy's pick; None where the
     run has no verdict or no log of two candidates."""
     p = grid_verdicts.point(json.load(open(path)))
     err = path + ".err"
@@ -62,16 +70,21 @@ def point(path):
     if len(calls) < 2:
         return None
     p["calls"] = calls
-    p["picks"] = {label: pick(calls, statistic) for label, statistic in STATISTICS.items()}
+    p["picks"] = {label: pick(calls, statistic, margin)
+                  for label, _, statistic, margin in POLICIES}
     return p
 
 
-def pick(calls, statistic):
+def pick(calls, statistic, margin=0.0):
     """The least group time: each rank's calls reduced by `statistic`, the
-    ranks by their mean (the loopback group's rule)."""
+    ranks by their mean (the loopback group's rule); decomposed where the
+    least does not beat it by `margin`."""
     group = {a: statistics.mean(statistic(ms) for ms in ranks.values())
              for a, ranks in calls.items()}
-    return min(group, key=group.get)
+    least = min(group, key=group.get)
+    if "decomposed" in group and group[least] * (1 + margin) >= group["decomposed"]:
+        return "decomposed"
+    return least
 
 
 def passes(p, algorithm):
@@ -89,11 +102,11 @@ def main(dirs):
         sys.exit("no point with logged measuring calls (run planner-grid.sh -t with ASYNCTP_DEBUG=INFO)")
     print("# %d points; verdict at the pick's forced row; ranked = the pick is the fastest row" %
           len(points))
-    for label in STATISTICS:
+    for label, _, _, _ in POLICIES:
         ok = sum(passes(p, p["picks"][label]) for p in points)
         ranked = sum(p["picks"][label] == min(p["forced"], key=p["forced"].get) for p in points)
-        print("%-13s %3d / %d pass, %3d ranked as the rows" % (label, ok, len(points), ranked))
-    print("# points where some statistic misses (rows n/p/d; each statistic's pick)")
+        print("%-40s %3d / %d pass, %3d ranked as the rows" % (label, ok, len(points), ranked))
+    print("# points where some policy misses (rows n/p/d; each policy's pick by its tag)")
     for p in points:
         if all(passes(p, a) for a in p["picks"].values()):
             continue
@@ -104,8 +117,8 @@ def main(dirs):
                            for a, r in sorted(p["calls"].items()))
         name = "W=%s %s %s" % (p["W"], p["link"], p["shape"])
         print("%-34s %s  %s  calls: %s" % (name, rows, " ".join(
-            "%s=%s%s" % (label.replace(" ", "-"), a[0], "" if passes(p, a) else "!")
-            for label, a in p["picks"].items()), spread))
+            "%s=%s%s" % (tag, p["picks"][label][0], "" if passes(p, p["picks"][label]) else "!")
+            for label, tag, _, _ in POLICIES), spread))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ one that the forced rows find faster."""
 import importlib.util
 import json
 import os
+import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "..", "scripts", "device", "tuner_statistics.py")
@@ -52,6 +53,14 @@ def test_summary_counts_each_statistic(tmp_path, capsys):
     write_point(tmp_path)
     stats.main([str(tmp_path)])
     out = capsys.readouterr().out
-    assert "best            0 / 1 pass,   0 ranked as the rows" in out
-    assert "lower median    1 / 1 pass,   1 ranked as the rows" in out
-    assert "best=p!" in out
+    assert re.search(r"^best +0 / 1 pass, +0 ranked as the rows$", out, re.M)
+    assert re.search(r"^lower median +1 / 1 pass, +1 ranked as the rows$", out, re.M)
+    assert "best=p!" in out and "lm=d " in out
+
+
+def test_ties_go_to_decomposed_only_within_the_margin():
+    calls = {"native": {0: [0.99]}, "decomposed": {0: [1.00]}}
+    assert stats.pick(calls, min) == "native"
+    assert stats.pick(calls, min, 0.02) == "decomposed"  # 1 % ahead: a tie
+    calls["native"][0] = [0.97]
+    assert stats.pick(calls, min, 0.02) == "native"  # 3 % ahead: kept
