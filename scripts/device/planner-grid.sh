@@ -33,7 +33,9 @@
 #   -p all-gather-matmul, 5 iterations (five times that where 2 M N K <
 #   2e11); SHAPES="MxNxK[:col] ..." replaces the shapes; ASYNCTP_GRID_BIN
 #   names the bundle whose asynctp runs (default .devbin/gpu), so that two
-#   builds can be compared slice by slice in one call
+#   builds can be compared slice by slice in one call; ASYNCTP_GRID_WARMUP=0
+#   skips the untimed warm-up run (tests/python/test_planner_grid.py runs
+#   the script with the CPU build's CLI)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh >/dev/null
@@ -70,10 +72,13 @@ shapes="256Wx1280x1024 256Wx7168x1024:col 256Wx28672x1024 256Wx1280x8192:col 256
 shapes=${SHAPES:-$shapes}
 
 # An idle GPU's first calls run at lower clocks: one untimed run first, so
-# that the grid's first point is timed as the others are.
+# that the grid's first point is timed as the others are
+# (ASYNCTP_GRID_WARMUP=0 skips it, where no GPU runs the grid: the tests).
 bin=${ASYNCTP_GRID_BIN:-.devbin/gpu}
-timeout 60 "$bin/asynctp" run --backend cuda --world-size 8 -m 8192 -n 8192 -k 8192 \
-  --algo decomposed --iters 20 >/dev/null 2>&1
+if [ "${ASYNCTP_GRID_WARMUP:-1}" != 0 ]; then
+  timeout 60 "$bin/asynctp" run --backend cuda --world-size 8 -m 8192 -n 8192 -k 8192 \
+    --algo decomposed --iters 20 >/dev/null 2>&1
+fi
 
 points="$OUT/grid-points.txt"
 : >"$points"
