@@ -35,6 +35,10 @@ void parallel_for(int threads, int count, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 }
 
+int hardware_threads() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 }  // namespace
 
 struct Problem::State {
@@ -57,8 +61,7 @@ Problem::Problem(const ProblemShape& shape) : state_(std::make_unique<State>()) 
 Problem::~Problem() = default;
 
 int Problem::host_threads(int world_size) {
-  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, std::min(world_size, hardware));
+  return std::max(1, std::min(world_size, hardware_threads()));
 }
 
 std::uint64_t Problem::bytes_of(std::int64_t rows, std::int64_t cols, DType dtype) {
@@ -113,9 +116,8 @@ void Problem::fill_inputs(std::uint64_t seed) {
       random.skip(count);
     }
   }
-  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int count = static_cast<int>(blocks.size());
-  parallel_for(std::min(hardware, count), count, [&](int i) {
+  parallel_for(std::min(hardware_threads(), count), count, [&](int i) {
     const Block& block = blocks[static_cast<std::size_t>(i)];
     block.stream.fill_normal_part(*block.view, block.begin, block.end);
   });
