@@ -56,13 +56,33 @@ void check_dense(const TensorView& host, const char* who) {
   }
 }
 
+// Elements [begin, end) of a dense host tensor whose element 0 is draw
+// `drawn` of stream `key`, rounded to its dtype (the public calls check the
+// arguments).
+void draw_into(const TensorView& host, std::uint64_t key, std::uint64_t drawn, std::int64_t begin,
+               std::int64_t end) {
+  const std::uint64_t first = drawn + static_cast<std::uint64_t>(begin);
+  const std::int64_t count = end - begin;
+  switch (host.dtype) {
+    case DType::fp32:
+      draw(static_cast<float*>(host.data) + begin, key, first, count, [](float v) { return v; });
+      break;
+    case DType::bf16:
+      draw(static_cast<std::uint16_t*>(host.data) + begin, key, first, count, core::float_to_bf16);
+      break;
+    case DType::fp16:
+      draw(static_cast<std::uint16_t*>(host.data) + begin, key, first, count, core::float_to_fp16);
+      break;
+  }
+}
+
 }  // namespace
 
 Random::Random(std::uint64_t seed, std::uint64_t stream) : key_(mix(seed ^ mix(stream))) {}
 
 void Random::fill_normal(const TensorView& host) {
   check_dense(host, "fill_normal");
-  fill_normal_part(host, 0, host.numel());
+  draw_into(host, key_, drawn_, 0, host.numel());
   skip(host.numel());
 }
 
@@ -73,21 +93,7 @@ void Random::fill_normal_part(const TensorView& host, std::int64_t begin, std::i
                 "fill_normal_part: [begin, end) must lie in [0, " + std::to_string(host.numel()) +
                     "], got [" + std::to_string(begin) + ", " + std::to_string(end) + ")");
   }
-  const std::uint64_t first = drawn_ + static_cast<std::uint64_t>(begin);
-  const std::int64_t count = end - begin;
-  switch (host.dtype) {
-    case DType::fp32:
-      draw(static_cast<float*>(host.data) + begin, key_, first, count, [](float v) { return v; });
-      break;
-    case DType::bf16:
-      draw(static_cast<std::uint16_t*>(host.data) + begin, key_, first, count,
-           core::float_to_bf16);
-      break;
-    case DType::fp16:
-      draw(static_cast<std::uint16_t*>(host.data) + begin, key_, first, count,
-           core::float_to_fp16);
-      break;
-  }
+  draw_into(host, key_, drawn_, begin, end);
 }
 
 }  // namespace asynctp::verify
